@@ -1,0 +1,70 @@
+// From a user's call to an algorithm run: options, the generation, the
+// choice of algorithm, and the call context the algorithm sees.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "algorithms/args.hpp"
+#include "algorithms/restriction.hpp"
+#include "core/call_context.hpp"
+#include "core/communicator.hpp"
+#include "core/generation.hpp"
+#include "core/task.hpp"
+
+namespace tutti {
+
+// The root of a rooted collective (broadcast, reduce, gather, scatter).
+struct root {
+    int value;
+};
+
+// Names the algorithm to run instead of the default choice: use("ring").
+struct use {
+    std::string name;
+    explicit use(std::string_view n) : name(n) {}
+};
+
+struct call_options {
+    std::optional<std::uint64_t> generation;
+    std::string algorithm; // empty: the default choice
+    int root = 0;
+};
+
+template <class T>
+concept call_option = std::is_same_v<std::remove_cvref_t<T>, tutti::generation> ||
+                      std::is_same_v<std::remove_cvref_t<T>, tutti::root> ||
+                      std::is_same_v<std::remove_cvref_t<T>, tutti::use> ||
+                      std::is_same_v<std::remove_cvref_t<T>, call_options>;
+
+namespace detail {
+
+inline void apply_option(call_options& o, const tutti::generation& g) { o.generation = g.value; }
+inline void apply_option(call_options& o, const tutti::root& r) { o.root = r.value; }
+inline void apply_option(call_options& o, const tutti::use& u) { o.algorithm = u.name; }
+inline void apply_option(call_options& o, const call_options& given) { o = given; }
+
+template <call_option... Options>
+call_options make_options(const Options&... options) {
+    call_options o;
+    (apply_option(o, options), ...);
+    return o;
+}
+
+// Claims the call's generation and checks what every collective checks.
+call_context begin_call(const communicator& comm, collective kind, const call_options& options);
+
+// Throws errc::invalid_root unless 0 <= root < size.
+void check_root(const communicator& comm, collective kind, int root);
+
+// Chooses (or checks the forced) algorithm for `args` and runs it as part
+// `phase` of the call.
+template <class Args>
+task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
+                     const call_signature& signature, std::string_view forced);
+
+} // namespace detail
+} // namespace tutti

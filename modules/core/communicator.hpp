@@ -1,0 +1,71 @@
+// A communicator: an ordered group of ranks reached through one transport,
+// with its own generation namespace. A cheap, copyable handle; copies share
+// the same group and the same generations.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/generation.hpp"
+#include "core/task.hpp"
+#include "core/transport.hpp"
+
+namespace tutti {
+
+// A split colour meaning "not in any new communicator", as MPI_UNDEFINED.
+inline constexpr int undefined_color = -1;
+
+class communicator {
+public:
+    // An empty communicator: what split() gives ranks with undefined_color.
+    communicator() = default;
+
+    // The communicator of every rank the transport reaches, with identity
+    // `id`. Every rank must pass the same id for the same world.
+    communicator(std::shared_ptr<tutti::transport> transport, std::uint64_t id = 1);
+
+    bool valid() const noexcept { return state_ != nullptr; }
+    explicit operator bool() const noexcept { return valid(); }
+
+    int rank() const noexcept;
+    int size() const noexcept;
+    std::uint64_t id() const noexcept;
+
+    // MPI semantics: ranks with equal colour form a new communicator, ordered
+    // by key and then by their rank here; undefined_color gives an empty one.
+    // A collective call on this communicator (it uses one generation).
+    task<communicator> split(int color, int key) const;
+    task<communicator> split(int color) const { return split(color, rank()); }
+
+    tutti::transport& transport() const noexcept;
+    int world_rank(int rank) const noexcept; // this communicator's rank -> transport's
+    asio::io_context& context() const noexcept { return transport().context(); }
+
+    // The generation a call uses: the given one (checked) or the next unused.
+    std::uint64_t claim_generation(const std::uint64_t* wanted) const;
+    // Split bookkeeping, so every rank derives the same new identity.
+    std::uint64_t next_split_sequence() const;
+
+    friend bool operator==(const communicator& a, const communicator& b) noexcept {
+        return a.state_ == b.state_;
+    }
+
+private:
+    struct state {
+        std::shared_ptr<tutti::transport> transport;
+        std::uint64_t id = 0;
+        int rank = 0;
+        int size = 0;
+        std::vector<int> world_ranks; // empty: identity mapping
+        mutable std::mutex mutex;
+        generation_registry generations;
+        std::uint64_t splits = 0;
+    };
+    explicit communicator(std::shared_ptr<state> s) : state_(std::move(s)) {}
+
+    std::shared_ptr<state> state_;
+};
+
+} // namespace tutti

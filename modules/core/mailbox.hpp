@@ -1,0 +1,63 @@
+// The matching engine every transport shares: the receives a rank has posted
+// and the messages that arrived before their receive. A transport delivers
+// into a mailbox; an algorithm posts into it. Matching is on (communicator,
+// generation, step, source); within one (communicator, generation, source) a
+// different collective or algorithm is reported as a mismatch, not waited on.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/message.hpp"
+#include "core/request.hpp"
+
+namespace tutti {
+
+class mailbox {
+public:
+    request post(const message_header& expected, std::span<std::byte> into, bool any_size);
+
+    // Copies payload straight into a posted receive if one matches, otherwise
+    // keeps a copy until the receive is posted.
+    void deliver(const message_header& header, std::span<const std::byte> payload);
+
+    // Fails every pending receive, and every later one, with this failure
+    // (a lost peer, an aborted world). Messages already queued stay readable.
+    void fail(std::exception_ptr failure);
+
+    // One line per receive still waiting, for deadlock and timeout reports.
+    std::vector<std::string> pending() const;
+
+private:
+    struct posted_receive {
+        message_header expected;
+        std::span<std::byte> into;
+        bool any_size;
+        request done;
+    };
+    struct arrived_message {
+        message_header header;
+        std::vector<std::byte> payload;
+    };
+    struct bucket {
+        std::deque<posted_receive> posted;
+        std::deque<arrived_message> arrived;
+    };
+
+    mutable std::mutex mutex_;
+    std::unordered_map<call_key, bucket, call_key_hash> buckets_;
+    std::exception_ptr failure_;
+};
+
+// The error a receive fails with when the arrived header does not fit what
+// it expected; nullptr when it fits.
+std::exception_ptr check_match(const message_header& expected, const message_header& arrived,
+                               bool any_size);
+
+} // namespace tutti

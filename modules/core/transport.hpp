@@ -1,0 +1,48 @@
+// The transport interface: tagged send and receive of byte spans between the
+// ranks of one "world" (the processes or threads a transport connects), plus
+// what the transport can do, for selection. Each transport lives in its own
+// folder under transports/; a communicator routes through it.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "core/message.hpp"
+#include "core/request.hpp"
+
+namespace tutti {
+
+struct transport_capabilities {
+    bool single_copy = false; // a peer can read or write our memory directly
+    bool remote_memory_access = false;
+    double latency_us = 0;        // one small message, one way
+    double bandwidth_gb_per_s = 0; // one large message, one way
+};
+
+class transport {
+public:
+    virtual ~transport() = default;
+
+    virtual std::string_view name() const noexcept = 0;
+    virtual int rank() const noexcept = 0; // this endpoint's rank in the world
+    virtual int size() const noexcept = 0; // ranks in the world
+    virtual asio::io_context& context() noexcept = 0;
+    virtual transport_capabilities capabilities() const noexcept = 0;
+
+    // Sends header.bytes bytes of data to world rank dest. The data must stay
+    // valid until the request completes; the transport reads it in place.
+    virtual request isend(int dest, const message_header& header,
+                          std::span<const std::byte> data) = 0;
+
+    // Receives exactly into.size() bytes for the given key and source. A
+    // message of another length, or of another collective or algorithm for
+    // the same step, fails the request with a tutti::error that says so.
+    virtual request irecv(const message_header& expected, std::span<std::byte> into) = 0;
+
+    // Receives a message whose length only the sender knows; the request's
+    // payload holds it.
+    virtual request irecv_any_size(const message_header& expected) = 0;
+};
+
+} // namespace tutti

@@ -1,0 +1,88 @@
+// Shared by the test suites: run a body on every rank of an in-process
+// world, and the sizes and counts every sweep uses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "tutti.hpp"
+
+namespace tutti::testing {
+
+// Communicator sizes every algorithm is swept over: 1 to 17, 31 and 64.
+inline std::vector<int> sweep_sizes() {
+    std::vector<int> sizes;
+    for (int p = 1; p <= 17; ++p) sizes.push_back(p);
+    sizes.push_back(31);
+    sizes.push_back(64);
+    return sizes;
+}
+
+// Element counts every algorithm is swept over.
+inline std::vector<std::size_t> sweep_counts() { return {0, 1, 7, 3001}; }
+
+// An injective value for (from, to, index), so a misplaced element shows.
+inline std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t index = 0) {
+    return (from * 100003 + to) * 1000003 + index;
+}
+
+// Every algorithm name registered for a collective.
+inline std::vector<std::string> algorithm_names(collective kind) {
+    std::vector<std::string> names;
+    for (const auto* info : algorithms().list(kind)) names.push_back(info->name);
+    return names;
+}
+
+// Runs body(name, p, n) for every registered algorithm of Args's collective,
+// every sweep size p and every sweep count n, skipping the combinations whose
+// restrictions fail for signature(p, n) (those are tested to fail elsewhere).
+// body typically calls inproc::run(p, ...) with use(name).
+template <class Args, class Signature, class Body>
+void sweep(Signature signature, Body body) {
+    const auto names = algorithm_names(Args::kind);
+    REQUIRE_FALSE(names.empty());
+    for (const auto& name : names) {
+        const auto* algorithm = algorithms().find<Args>(name);
+        REQUIRE(algorithm != nullptr);
+        for (int p : sweep_sizes()) {
+            for (std::size_t n : sweep_counts()) {
+                call_signature call = signature(p, n);
+                call.kind = Args::kind;
+                call.comm_size = p;
+                if (algorithm->info.check(call)) continue;
+                CAPTURE(name);
+                CAPTURE(p);
+                CAPTURE(n);
+                body(name, p, n);
+            }
+        }
+    }
+}
+
+// A non-commutative operation whose result shows the order of its operands:
+// 2x2 integer matrix product, (a * b) != (b * a) in general.
+struct matrix2 {
+    std::int64_t a, b, c, d;
+    friend bool operator==(const matrix2&, const matrix2&) = default;
+};
+inline matrix2 multiply(const matrix2& x, const matrix2& y) {
+    // Entries are kept small modulo a prime so long products do not overflow.
+    constexpr std::int64_t m = 1000003;
+    return {(x.a * y.a + x.b * y.c) % m, (x.a * y.b + x.b * y.d) % m,
+            (x.c * y.a + x.d * y.c) % m, (x.c * y.b + x.d * y.d) % m};
+}
+// The contribution of rank r at index i: distinct, and non-commuting.
+inline matrix2 matrix_of(int rank, std::size_t i) {
+    auto k = static_cast<std::int64_t>(rank) * 7 + static_cast<std::int64_t>(i) * 3;
+    return {1 + k % 5, 1 + k % 3, k % 2, 1};
+}
+inline auto matrix_product() {
+    return make_op([](const matrix2& x, const matrix2& y) { return multiply(x, y); },
+                   commutativity::non_commutative);
+}
+
+} // namespace tutti::testing
