@@ -88,6 +88,13 @@ using tutti::scan_args;
 using tutti::exscan_args;
 } // namespace tutti
 
+// Found by argument-dependent lookup from Asio's templates as they are
+// instantiated in a user's translation unit; clang discards global-module
+// declarations the module does not name, so it must be named here.
+export namespace asio::error {
+using asio::error::make_error_code;
+} // namespace asio::error
+
 export namespace tutti::inproc {
 using tutti::inproc::run;
 using tutti::inproc::run_threads;

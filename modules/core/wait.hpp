@@ -4,8 +4,9 @@
 // it completes, and returns its result or rethrows its error.
 #pragma once
 
-#include <chrono>
-#include <future>
+#include <exception>
+#include <optional>
+#include <type_traits>
 
 #include <asio/executor_work_guard.hpp>
 
@@ -17,13 +18,31 @@ namespace tutti {
 template <class T>
 T wait(const communicator& comm, task<T> work) {
     auto& context = comm.context();
-    auto result = asio::co_spawn(context, std::move(work), asio::use_future);
+    std::exception_ptr failure;
+    bool done = false;
+    // The completion runs inside run_one() below, on this thread; a future
+    // would be set from Asio's system thread and not wake run_one().
+    using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
+    std::optional<stored> result;
+    if constexpr (std::is_void_v<T>) {
+        asio::co_spawn(context, std::move(work), [&](std::exception_ptr e) {
+            failure = e;
+            done = true;
+        });
+    } else {
+        asio::co_spawn(context, std::move(work), [&](std::exception_ptr e, T value) {
+            failure = e;
+            if (!e) result.emplace(std::move(value));
+            done = true;
+        });
+    }
     auto keep_running = asio::make_work_guard(context);
-    while (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    while (!done) {
         if (context.stopped()) context.restart();
         context.run_one();
     }
-    return result.get();
+    if (failure) std::rethrow_exception(failure);
+    if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
 } // namespace tutti

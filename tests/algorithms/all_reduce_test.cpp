@@ -1,5 +1,6 @@
 // all_reduce: every algorithm, sizes 1..17, 31, 64, counts 0, 1, 7, 3001:
-// exact integer sums, and the rank-ordered result of a non-commutative op.
+// exact integer sums in place and with separate buffers, and the rank-ordered
+// result of a non-commutative op.
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -44,6 +45,31 @@ TEST_CASE("all_reduce: rank order kept for a non-commutative operation") {
                     if (!(out[i] == expected)) ++wrong;
                 }
                 CHECK(wrong == 0);
+            });
+        });
+}
+
+TEST_CASE("all_reduce: separate send and receive buffers, send left unchanged") {
+    sweep<all_reduce_args>(
+        [](int, std::size_t n) {
+            return call_signature{.bytes = n * 8, .count = n, .has_op = true};
+        },
+        [](const std::string& name, int p, std::size_t n) {
+            inproc::run(p, [&](communicator comm) -> task<void> {
+                std::vector<std::int64_t> send(n), recv(n, -1);
+                for (std::size_t i = 0; i < n; ++i)
+                    send[i] = encode(comm.rank(), 0, static_cast<std::int64_t>(i));
+                const auto original = send;
+                co_await all_reduce(comm, send, recv, sum, use(name));
+                std::size_t wrong = 0;
+                for (std::size_t i = 0; i < n; ++i) {
+                    std::int64_t expected = 0;
+                    for (int r = 0; r < p; ++r)
+                        expected += encode(r, 0, static_cast<std::int64_t>(i));
+                    if (recv[i] != expected) ++wrong;
+                }
+                CHECK(wrong == 0);
+                CHECK(send == original);
             });
         });
 }

@@ -1,0 +1,50 @@
+// all_gather: ring
+//
+// Collective:   all_gather
+// Kind:         pure
+// Restrictions: none (any communicator size)
+// Parameters:   none
+//
+// Bandwidth-optimal for large blocks: in step s (s = 0 .. p-2) rank r passes
+// block (r - s) mod p to its right neighbour and receives block (r - s - 1)
+// mod p from its left one, straight into place in recv. Every rank sends and
+// receives p - 1 blocks, each link carrying one block per step.
+// (Thakur, Rabenseifner, Gropp 2005.)
+
+#include <cstring>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> ring(const call_context& ctx, const all_gather_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const std::size_t block = a.send.size();
+    auto block_of = [&](int i) {
+        return a.recv.subspan(static_cast<std::size_t>(i) * block, block);
+    };
+    // Own block first: later steps send from recv only, so a send buffer that
+    // is part of recv may be overwritten once it has been copied.
+    if (block && a.send.data() != block_of(r).data())
+        std::memmove(block_of(r).data(), a.send.data(), block);
+    if (p == 1 || block == 0) co_return;
+
+    const int right = (r + 1) % p;
+    const int left = (r - 1 + p) % p;
+    for (int s = 0; s < p - 1; ++s) {
+        co_await ctx.send_recv(right, block_of((r - s + p) % p), left,
+                               block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s));
+    }
+}
+
+const bool registered = register_algorithm<all_gather_args>({
+    .info = {.name = "ring",
+             .form = algorithm_kind::pure,
+             .summary = "p-1 steps passing one block to the right neighbour; any p"},
+    .run = ring,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,135 @@
+// all_reduce: Rabenseifner
+//
+// Collective:   all_reduce
+// Kind:         pure
+// Restrictions: commutative_op (recursive halving combines ranks that differ
+//               in high bits first, not in rank order)
+// Parameters:   none
+//
+// Bandwidth-optimal for large vectors in few rounds: a recursive-halving
+// reduce_scatter (log2 p' exchanges of halving ranges of pieces) leaves each
+// of p' ranks with one complete piece of the vector, and a recursive-doubling
+// all_gather (log2 p' exchanges of doubling ranges) spreads them. The vector
+// is cut into p' nearly equal pieces, some empty when count < p'. For p not a
+// power of two, p' is the largest power of two <= p: as in recursive
+// doubling, the first 2 (p - p') ranks pair up beforehand (even rank r sends
+// its vector to r + 1) and get the result back at the end.
+// (Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005.)
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+constexpr std::uint64_t fold_step = 0;
+constexpr std::uint64_t halving_step = 1;   // + round, below 64 rounds
+constexpr std::uint64_t doubling_step = 65; // + round
+constexpr std::uint64_t unfold_step = 129;
+
+task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const std::size_t element = a.op->element_size;
+    const std::size_t bytes = a.count * element;
+    if (p == 1 || bytes == 0) {
+        if (a.send.data() != a.recv.data() && bytes)
+            std::memcpy(a.recv.data(), a.send.data(), bytes);
+        co_return;
+    }
+
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    const int extra = p - pof2;
+
+    // Where this rank's contribution is read in the first halving round: the
+    // send buffer, or recv once a folded-in partner's part is added to it.
+    const std::byte* source = a.send.data();
+    int new_rank;
+    if (r < 2 * extra) {
+        if (r % 2 == 0) {
+            co_await ctx.send(r + 1, fold_step, a.send.first(bytes));
+            new_rank = -1;
+        } else {
+            std::vector<std::byte> incoming(bytes);
+            co_await ctx.recv(r - 1, fold_step, incoming);
+            a.op->combine(incoming.data(), a.send.data(), a.recv.data(), a.count);
+            source = a.recv.data();
+            new_rank = r / 2;
+        }
+    } else {
+        new_rank = r - extra;
+    }
+
+    if (new_rank >= 0) {
+        const auto pieces = static_cast<std::size_t>(pof2);
+        auto offset = [&](int i) {
+            const auto u = static_cast<std::size_t>(i);
+            return (u * (a.count / pieces) + std::min(u, a.count % pieces)) * element;
+        };
+        auto rank_of = [&](int new_peer) {
+            return new_peer < extra ? new_peer * 2 + 1 : new_peer + extra;
+        };
+        std::vector<std::byte> incoming(offset(pof2 / 2)); // the first half is the largest
+
+        // Recursive halving: keep the half of the pieces holding the own one.
+        int lo = 0;
+        std::uint64_t round = 0;
+        for (int mask = pof2 / 2; mask >= 1; mask /= 2, ++round) {
+            const int partner = rank_of(new_rank ^ mask);
+            const bool keep_lower = (new_rank & mask) == 0;
+            const int keep = keep_lower ? lo : lo + mask;
+            const int give = keep_lower ? lo + mask : lo;
+            const std::size_t keep_bytes = offset(keep + mask) - offset(keep);
+            auto into = std::span(incoming).first(keep_bytes);
+            co_await ctx.send_recv(
+                partner, std::span(source + offset(give), offset(give + mask) - offset(give)),
+                partner, into, halving_step + round);
+            const std::byte* own = source + offset(keep);
+            std::byte* out = a.recv.data() + offset(keep);
+            const std::size_t count = keep_bytes / element;
+            if (partner < r)
+                a.op->combine(into.data(), own, out, count);
+            else
+                a.op->combine(own, into.data(), out, count);
+            source = a.recv.data();
+            lo = keep;
+        }
+
+        // Recursive doubling: swap the complete ranges, doubling them.
+        round = 0;
+        for (int mask = 1; mask < pof2; mask <<= 1, ++round) {
+            const int new_partner = new_rank ^ mask;
+            const int mine = new_rank & ~(mask - 1);
+            const int theirs = new_partner & ~(mask - 1);
+            co_await ctx.send_recv(
+                rank_of(new_partner),
+                a.recv.subspan(offset(mine), offset(mine + mask) - offset(mine)),
+                rank_of(new_partner),
+                a.recv.subspan(offset(theirs), offset(theirs + mask) - offset(theirs)),
+                doubling_step + round);
+        }
+    }
+
+    // Hand the result back to the ranks that were folded in.
+    if (r < 2 * extra) {
+        if (r % 2 == 1)
+            co_await ctx.send(r - 1, unfold_step, a.recv.first(bytes));
+        else
+            co_await ctx.recv(r + 1, unfold_step, a.recv.first(bytes));
+    }
+}
+
+const bool registered = register_algorithm<all_reduce_args>({
+    .info = {.name = "rabenseifner",
+             .form = algorithm_kind::pure,
+             .restrictions = {restriction::commutative_op},
+             .summary = "recursive-halving reduce_scatter then recursive-doubling all_gather"},
+    .run = rabenseifner,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,73 @@
+// all_to_all: Bruck
+//
+// Collective:   all_to_all
+// Kind:         pure
+// Restrictions: none (any communicator size, any block size, in place)
+// Parameters:   none
+//
+// Latency-optimal for small blocks: ceil(log2 p) messages per rank instead of
+// p-1, at the price of sending each block up to log2 p times. The blocks are
+// first rotated so that position i holds the block for rank r+i, which has i
+// hops to travel. In round k (distance 2^k) every block whose position has
+// bit k set is packed and sent to rank r+2^k, and the blocks of the same
+// positions arrive from r-2^k. After the last round position i holds the
+// block that came from rank r-i, and an inverse rotation puts it in place.
+// (Bruck, Ho, Kipnis, Upfal, Weathersby 1997.)
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const std::size_t block = a.send.size() / static_cast<std::size_t>(p);
+    if (block == 0) co_return;
+    if (p == 1) {
+        if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), block);
+        co_return;
+    }
+
+    const auto at = [block](int position) { return static_cast<std::size_t>(position) * block; };
+    // The rotation reads all of send before recv is written, so in place
+    // needs no further care.
+    std::vector<std::byte> work(a.send.size());
+    for (int i = 0; i < p; ++i)
+        std::memcpy(work.data() + at(i), a.send.data() + at((r + i) % p), block);
+
+    std::vector<std::byte> outgoing, incoming;
+    std::uint64_t round = 0;
+    for (int distance = 1; distance < p; distance *= 2, ++round) {
+        outgoing.clear();
+        for (int i = distance; i < p; ++i)
+            if (i & distance)
+                outgoing.insert(outgoing.end(), work.begin() + static_cast<std::ptrdiff_t>(at(i)),
+                                work.begin() + static_cast<std::ptrdiff_t>(at(i + 1)));
+        incoming.resize(outgoing.size());
+        co_await ctx.send_recv((r + distance) % p, outgoing, (r - distance + p) % p, incoming,
+                               round);
+        std::size_t offset = 0;
+        for (int i = distance; i < p; ++i)
+            if (i & distance) {
+                std::memcpy(work.data() + at(i), incoming.data() + offset, block);
+                offset += block;
+            }
+    }
+
+    for (int i = 0; i < p; ++i)
+        std::memcpy(a.recv.data() + at((r - i + p) % p), work.data() + at(i), block);
+}
+
+const bool registered = register_algorithm<all_to_all_args>({
+    .info = {.name = "bruck",
+             .form = algorithm_kind::pure,
+             .summary = "ceil(log2 p) rounds of packed blocks with local rotations; small blocks"},
+    .run = bruck,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,67 @@
+// all_to_allv: pairwise exchange
+//
+// Collective:   all_to_allv
+// Kind:         pure
+// Restrictions: none (any communicator size, any counts including zero, in
+//               place)
+// Parameters:   none
+//
+// As all_to_all pairwise: the rank's own piece is copied locally, then in
+// step k = 1 .. p-1 rank r sends its piece for r+k and receives the piece
+// from r-k (mod p). Each rank sends and receives at most one piece per step,
+// so the steps are balanced permutations however uneven the counts are. A
+// piece of zero bytes is not sent at all: the sender's count and the
+// receiver's count for a pair are the same number, so both sides agree. In
+// place, the data to send is first copied aside.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto me = static_cast<std::size_t>(r);
+
+    std::vector<std::byte> saved;
+    std::span<const std::byte> send = a.send;
+    if (a.send.data() == a.recv.data() && !a.send.empty()) {
+        saved.assign(a.send.begin(), a.send.end());
+        send = saved;
+    }
+    // In place with the same offset, the own piece is already where it belongs.
+    if (a.send_counts[me] &&
+        a.send.data() + a.send_offsets[me] != a.recv.data() + a.recv_offsets[me])
+        std::memcpy(a.recv.data() + a.recv_offsets[me], send.data() + a.send_offsets[me],
+                    a.send_counts[me]);
+
+    std::vector<request> requests;
+    for (int k = 1; k < p; ++k) {
+        const auto dest = static_cast<std::size_t>((r + k) % p);
+        const auto source = static_cast<std::size_t>((r - k + p) % p);
+        const auto step = static_cast<std::uint64_t>(k);
+        requests.clear();
+        if (a.recv_counts[source])
+            requests.push_back(
+                ctx.irecv(static_cast<int>(source), step,
+                          a.recv.subspan(a.recv_offsets[source], a.recv_counts[source])));
+        if (a.send_counts[dest])
+            requests.push_back(ctx.isend(static_cast<int>(dest), step,
+                                         send.subspan(a.send_offsets[dest], a.send_counts[dest])));
+        co_await wait_all(requests);
+    }
+}
+
+const bool registered = register_algorithm<all_to_allv_args>({
+    .info = {.name = "pairwise",
+             .form = algorithm_kind::pure,
+             .summary = "p-1 steps, each sending one piece to r+k and receiving one from r-k"},
+    .run = pairwise,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,103 @@
+// gather: binomial tree
+//
+// Collective:   gather
+// Kind:         pure
+// Restrictions: none (any communicator size, root and block size)
+// Parameters:   none
+//
+// Ranks are numbered relative to the root (vr = r - root mod p); rank vr
+// stands for the subtree of blocks [vr, vr + 2^k), 2^k its lowest set bit
+// (the root for all p). Each rank gathers its children's subtrees, then
+// sends its own block and theirs up to its parent: ceil(log2 p) rounds
+// instead of p - 1 messages at the root, for short blocks.
+//
+// A rank's own block goes up straight from the user's buffer, and the blocks
+// below it as a second message from the buffer it gathered them in, so no
+// user data is copied just to be sent. The root receives every subtree
+// straight into its place in recv; where a subtree's blocks wrap from rank
+// p - 1 to rank 0 (relative block p - root), that message is cut in two,
+// which every rank can tell from the root alone.
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+constexpr std::uint64_t own_block_step = 0;
+constexpr std::uint64_t first_rest_step = 1; // and first_rest_step + 1 for a wrapped part
+
+task<void> binomial(const call_context& ctx, const gather_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const std::size_t block = a.send.size();
+    if (block == 0) co_return;
+    if (r == a.root) {
+        std::byte* own = a.recv.data() + static_cast<std::size_t>(r) * block;
+        if (own != a.send.data()) std::memcpy(own, a.send.data(), block);
+    }
+    if (p == 1) co_return;
+
+    const int vr = (r - a.root + p) % p;
+    const auto actual = [&](int relative) { return (relative + a.root) % p; };
+    const int wrap = p - a.root; // the relative block of rank 0
+
+    int limit = 1;
+    while (limit < p)
+        limit *= 2;
+    if (vr != 0) limit = vr & -vr;
+    const int end = std::min(vr + limit, p); // my subtree is [vr, end)
+
+    // Where relative block j of my subtree (j > vr) lives: in place at the
+    // root, else in the buffer of the blocks below me, in relative order.
+    std::vector<std::byte> below(vr == 0 ? 0 : static_cast<std::size_t>(end - vr - 1) * block);
+    const auto place = [&](int j, int blocks) {
+        const auto length = static_cast<std::size_t>(blocks) * block;
+        if (vr == 0) return a.recv.subspan(static_cast<std::size_t>(actual(j)) * block, length);
+        return std::span(below).subspan(static_cast<std::size_t>(j - vr - 1) * block, length);
+    };
+    // The blocks [lo, hi) below a child, cut where they wrap to rank 0.
+    const auto parts = [&](int lo, int hi) {
+        std::vector<std::pair<int, int>> out;
+        if (lo < wrap && wrap < hi) {
+            out = {{lo, wrap}, {wrap, hi}};
+        } else if (lo < hi) {
+            out = {{lo, hi}};
+        }
+        return out;
+    };
+
+    std::vector<request> receives;
+    for (int mask = limit / 2; mask > 0; mask /= 2) {
+        const int child = vr + mask;
+        if (child >= p) continue;
+        const int child_end = std::min(child + mask, p);
+        receives.push_back(ctx.irecv(actual(child), own_block_step, place(child, 1)));
+        std::uint64_t step = first_rest_step;
+        for (auto [lo, hi] : parts(child + 1, child_end))
+            receives.push_back(ctx.irecv(actual(child), step++, place(lo, hi - lo)));
+    }
+    co_await wait_all(receives);
+    if (vr == 0) co_return;
+
+    const int parent = actual(vr - limit);
+    std::vector<request> sends{ctx.isend(parent, own_block_step, a.send)};
+    std::uint64_t step = first_rest_step;
+    for (auto [lo, hi] : parts(vr + 1, end))
+        sends.push_back(ctx.isend(parent, step++, place(lo, hi - lo)));
+    co_await wait_all(sends);
+}
+
+const bool registered = register_algorithm<gather_args>({
+    .info = {.name = "binomial",
+             .form = algorithm_kind::pure,
+             .summary = "binomial tree of subtrees relative to the root; ceil(log2 p) rounds"},
+    .run = binomial,
+});
+
+} // namespace
+} // namespace tutti

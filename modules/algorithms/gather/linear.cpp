@@ -1,0 +1,48 @@
+// gather: linear
+//
+// Collective:   gather
+// Kind:         pure
+// Restrictions: none (any communicator size, root and block size)
+// Parameters:   none
+//
+// Every rank sends its block to the root, which posts all p - 1 receives at
+// once, each straight into the block's place in recv. p - 1 messages meet at
+// one rank, so it suits few ranks or long blocks, where the binomial tree's
+// forwarding of whole subtrees costs more than it saves.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> linear(const call_context& ctx, const gather_args& a) {
+    const int p = ctx.size();
+    const std::size_t block = a.send.size();
+    if (block == 0) co_return;
+    if (ctx.rank() != a.root) {
+        co_await ctx.send(a.root, 0, a.send);
+        co_return;
+    }
+    const auto at = [&](int rank) {
+        return a.recv.subspan(static_cast<std::size_t>(rank) * block, block);
+    };
+    if (at(a.root).data() != a.send.data()) std::memcpy(at(a.root).data(), a.send.data(), block);
+    std::vector<request> receives;
+    receives.reserve(static_cast<std::size_t>(p - 1));
+    for (int peer = 0; peer < p; ++peer)
+        if (peer != a.root) receives.push_back(ctx.irecv(peer, 0, at(peer)));
+    co_await wait_all(receives);
+}
+
+const bool registered = register_algorithm<gather_args>({
+    .info = {.name = "linear",
+             .form = algorithm_kind::pure,
+             .summary = "every rank sends its block to the root, straight into its place"},
+    .run = linear,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,90 @@
+// reduce: binomial tree
+//
+// Collective:   reduce
+// Kind:         pure
+// Restrictions: none (any communicator size and root; non-commutative
+//               operations give the rank-ordered result)
+// Parameters:   none
+//
+// In round k a rank whose bit k is set sends its partial result to the rank
+// 2^k below it and drops out; the others receive from 2^k above and combine.
+// A rank's partial result then always covers a contiguous range of ranks
+// starting at itself, and what it receives covers the range just above, so
+// combining (mine, received) keeps the rank order. ceil(log2 p) rounds of
+// the whole vector: the choice for short vectors.
+//
+// For a commutative operation ranks are numbered relative to the root, so
+// the tree ends at the root. A non-commutative one needs the true rank
+// order, so the tree ends at rank 0, which sends the result on to the root.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+constexpr std::uint64_t to_root_step = 32; // beyond the tree's rounds (bit numbers)
+
+task<void> binomial(const call_context& ctx, const reduce_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto bytes = a.count * a.op->element_size;
+    const bool at_root = r == a.root;
+    if (bytes == 0) co_return;
+    if (p == 1) {
+        if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
+        co_return;
+    }
+
+    const int top = a.op->commutative ? a.root : 0;
+    const int vr = (r - top + p) % p;
+    const auto actual = [&](int relative) { return (relative + top) % p; };
+
+    // The partial result starts as the user's own data, sent from there if
+    // this rank is a leaf. Once something is combined it lives in the root's
+    // recv or, elsewhere, in a buffer of our own.
+    std::vector<std::byte> partial, incoming;
+    const std::byte* mine = a.send.data();
+    std::byte* combined = nullptr;
+    std::uint64_t round = 0;
+    for (int mask = 1; mask < p; mask *= 2, ++round) {
+        if (vr & mask) {
+            co_await ctx.send(actual(vr - mask), round, {mine, bytes});
+            break;
+        }
+        if (vr + mask >= p) continue;
+        if (incoming.empty()) incoming.resize(bytes);
+        co_await ctx.recv(actual(vr + mask), round, incoming);
+        if (!combined) {
+            if (at_root) {
+                combined = a.recv.data();
+            } else {
+                partial.resize(bytes);
+                combined = partial.data();
+            }
+        }
+        a.op->combine(mine, incoming.data(), combined, a.count);
+        mine = combined;
+    }
+
+    // Only the non-commutative case ends away from the root: rank 0 holds
+    // the result (it received at least once, as p > 1).
+    if (top != a.root) {
+        if (r == top)
+            co_await ctx.send(a.root, to_root_step, {mine, bytes});
+        else if (at_root)
+            co_await ctx.recv(top, to_root_step, a.recv.first(bytes));
+    }
+}
+
+const bool registered = register_algorithm<reduce_args>({
+    .info = {.name = "binomial",
+             .form = algorithm_kind::pure,
+             .summary = "binomial tree, ceil(log2 p) rounds; any op, keeps rank order"},
+    .run = binomial,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,53 @@
+// exscan: linear
+//
+// Collective:   exscan
+// Kind:         pure
+// Restrictions: none (any communicator size; non-commutative operations give
+//               the rank-ordered result; in place)
+// Parameters:   none
+//
+// A chain: rank 0 sends its data to rank 1; rank r > 0 receives
+// x0 op ... op x(r-1) from rank r-1, which is its result, and sends that
+// with its own data combined on the right to rank r+1. p-1 steps of latency
+// and one combine per rank. In place, the prefix is received aside, because
+// the rank's own data is still needed for the combine.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> linear(const call_context& ctx, const exscan_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto bytes = a.count * a.op->element_size;
+    if (bytes == 0 || p == 1) co_return;
+    if (r == 0) {
+        co_await ctx.send(1, 0, a.send.first(bytes));
+        co_return;
+    }
+
+    const bool in_place = a.send.data() == a.recv.data();
+    std::vector<std::byte> aside(in_place ? bytes : 0);
+    const std::span<std::byte> prefix = in_place ? std::span(aside) : a.recv.first(bytes);
+    co_await ctx.recv(r - 1, 0, prefix);
+    if (r + 1 < p) {
+        std::vector<std::byte> next(bytes);
+        a.op->combine(prefix.data(), a.send.data(), next.data(), a.count);
+        co_await ctx.send(r + 1, 0, next);
+    }
+    if (in_place) std::memcpy(a.recv.data(), aside.data(), bytes);
+}
+
+const bool registered = register_algorithm<exscan_args>({
+    .info = {.name = "linear",
+             .form = algorithm_kind::pure,
+             .summary = "a chain from rank 0: receive the prefix, pass it on with own data added"},
+    .run = linear,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,46 @@
+// scan: linear
+//
+// Collective:   scan
+// Kind:         pure
+// Restrictions: none (any communicator size; non-commutative operations give
+//               the rank-ordered result; in place)
+// Parameters:   none
+//
+// A chain: rank r receives x0 op ... op x(r-1) from rank r-1, combines its
+// own data on the right, and sends the result on to rank r+1. p-1 steps of
+// latency, but each rank sends and receives one vector only and combines
+// once, so it is the least work in all; useful for small communicators.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> linear(const call_context& ctx, const scan_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto bytes = a.count * a.op->element_size;
+    if (bytes == 0) co_return;
+    auto result = a.recv.first(bytes);
+    if (r == 0) {
+        if (a.send.data() != a.recv.data()) std::memcpy(result.data(), a.send.data(), bytes);
+    } else {
+        std::vector<std::byte> prefix(bytes);
+        co_await ctx.recv(r - 1, 0, prefix);
+        a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
+    }
+    if (r + 1 < p) co_await ctx.send(r + 1, 0, result);
+}
+
+const bool registered = register_algorithm<scan_args>({
+    .info = {.name = "linear",
+             .form = algorithm_kind::pure,
+             .summary = "a chain from rank 0: receive the prefix, combine, pass it on"},
+    .run = linear,
+});
+
+} // namespace
+} // namespace tutti

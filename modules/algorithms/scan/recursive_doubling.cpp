@@ -1,0 +1,61 @@
+// scan: recursive doubling
+//
+// Collective:   scan
+// Kind:         pure
+// Restrictions: none (any communicator size; non-commutative operations give
+//               the rank-ordered result; in place)
+// Parameters:   none
+//
+// Latency-optimal: ceil(log2 p) rounds of whole-vector exchanges. In round k
+// rank r exchanges with r xor 2^k (when that rank exists). Each rank keeps
+// two values: `partial`, the reduction over its aligned block of 2^k ranks
+// (the block that r xor 2^k complements), and the result, the reduction from
+// the start of that block up to r. What arrives from a lower partner is the
+// reduction of the block just below, so it is combined on the left of both;
+// what arrives from a higher partner only extends `partial`, on the right.
+// Blocks that run past p - 1 are incomplete, but only ranks above them could
+// use them, and there are none. (MPICH's scan; Thakur, Rabenseifner, Gropp
+// 2005.)
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> recursive_doubling(const call_context& ctx, const scan_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto bytes = a.count * a.op->element_size;
+    if (bytes == 0) co_return;
+    std::vector<std::byte> partial(a.send.begin(),
+                                   a.send.begin() + static_cast<std::ptrdiff_t>(bytes));
+    if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
+    if (p == 1) co_return;
+
+    std::vector<std::byte> incoming(bytes);
+    std::uint64_t round = 0;
+    for (int mask = 1; mask < p; mask <<= 1, ++round) {
+        const int partner = r ^ mask;
+        if (partner >= p) continue;
+        co_await ctx.send_recv(partner, partial, partner, incoming, round);
+        if (partner < r) {
+            a.op->combine(incoming.data(), partial.data(), partial.data(), a.count);
+            a.op->combine(incoming.data(), a.recv.data(), a.recv.data(), a.count);
+        } else {
+            a.op->combine(partial.data(), incoming.data(), partial.data(), a.count);
+        }
+    }
+}
+
+const bool registered = register_algorithm<scan_args>({
+    .info = {.name = "recursive_doubling",
+             .form = algorithm_kind::pure,
+             .summary = "ceil(log2 p) whole-vector exchanges; any p, keeps rank order"},
+    .run = recursive_doubling,
+});
+
+} // namespace
+} // namespace tutti

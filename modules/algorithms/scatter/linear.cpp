@@ -1,0 +1,48 @@
+// scatter: linear
+//
+// Collective:   scatter
+// Kind:         pure
+// Restrictions: none (any communicator size, root and block size)
+// Parameters:   none
+//
+// The root sends every rank its block straight from the send buffer, all
+// sends posted at once. p - 1 messages leave one rank, so it suits few ranks
+// or long blocks, where the binomial tree's forwarding of whole subtrees
+// costs more than it saves.
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+
+namespace tutti {
+namespace {
+
+task<void> linear(const call_context& ctx, const scatter_args& a) {
+    const int p = ctx.size();
+    const std::size_t block = a.recv.size();
+    if (block == 0) co_return;
+    if (ctx.rank() != a.root) {
+        co_await ctx.recv(a.root, 0, a.recv);
+        co_return;
+    }
+    const auto at = [&](int rank) {
+        return a.send.subspan(static_cast<std::size_t>(rank) * block, block);
+    };
+    if (at(a.root).data() != a.recv.data()) std::memcpy(a.recv.data(), at(a.root).data(), block);
+    std::vector<request> sends;
+    sends.reserve(static_cast<std::size_t>(p - 1));
+    for (int peer = 0; peer < p; ++peer)
+        if (peer != a.root) sends.push_back(ctx.isend(peer, 0, at(peer)));
+    co_await wait_all(sends);
+}
+
+const bool registered = register_algorithm<scatter_args>({
+    .info = {.name = "linear",
+             .form = algorithm_kind::pure,
+             .summary = "the root sends every rank its block straight from the send buffer"},
+    .run = linear,
+});
+
+} // namespace
+} // namespace tutti

@@ -1,0 +1,76 @@
+// broadcast: every algorithm, sizes 1..17, 31, 64, counts 0, 1, 7, 3001 and
+// roots 0, p/2, p-1: every rank ends with exactly the root's data, also for
+// byte lengths that do not split evenly over the ranks.
+#include <set>
+#include <string>
+
+#include "support/harness.hpp"
+
+using namespace tutti;
+using namespace tutti::testing;
+
+namespace {
+std::set<int> roots_for(int p) {
+    return {0, p / 2, p - 1};
+}
+} // namespace
+
+TEST_CASE("broadcast: every rank gets the root's elements, every algorithm, size, count, root") {
+    sweep<broadcast_args>([](int, std::size_t n) { return call_signature{.bytes = n * 8}; },
+                          [](const std::string& name, int p, std::size_t n) {
+                              for (int r : roots_for(p)) {
+                                  CAPTURE(r);
+                                  inproc::run(p, [&](communicator comm) -> task<void> {
+                                      std::vector<std::int64_t> data(n, -1);
+                                      if (comm.rank() == r)
+                                          for (std::size_t i = 0; i < n; ++i)
+                                              data[i] = encode(r, 0, static_cast<std::int64_t>(i));
+                                      co_await broadcast(comm, data, root{r}, use(name));
+                                      std::size_t wrong = 0;
+                                      for (std::size_t i = 0; i < n; ++i)
+                                          if (data[i] != encode(r, 0, static_cast<std::int64_t>(i)))
+                                              ++wrong;
+                                      CHECK(wrong == 0);
+                                  });
+                              }
+                          });
+}
+
+TEST_CASE("broadcast: byte lengths that do not split evenly over the ranks") {
+    sweep<broadcast_args>([](int, std::size_t n) { return call_signature{.bytes = n}; },
+                          [](const std::string& name, int p, std::size_t n) {
+                              const int r = p - 1;
+                              inproc::run(p, [&](communicator comm) -> task<void> {
+                                  std::vector<std::uint8_t> data(n, 0);
+                                  const auto value = [&](std::size_t i) {
+                                      return static_cast<std::uint8_t>((i * 31 + 7) % 251 + 1);
+                                  };
+                                  if (comm.rank() == r)
+                                      for (std::size_t i = 0; i < n; ++i)
+                                          data[i] = value(i);
+                                  co_await broadcast(comm, data, root{r}, use(name));
+                                  std::size_t wrong = 0;
+                                  for (std::size_t i = 0; i < n; ++i)
+                                      if (data[i] != value(i)) ++wrong;
+                                  CHECK(wrong == 0);
+                              });
+                          });
+}
+
+TEST_CASE("broadcast: one value, trivially copyable or serialized") {
+    for (const auto& name : algorithm_names(collective::broadcast)) {
+        for (int p : {1, 2, 5, 8}) {
+            CAPTURE(name);
+            CAPTURE(p);
+            const int r = p / 2;
+            inproc::run(p, [&](communicator comm) -> task<void> {
+                int value = comm.rank() == r ? 4242 : -1;
+                co_await broadcast(comm, value, root{r}, use(name));
+                CHECK(value == 4242);
+                std::string text = comm.rank() == r ? "from the root" : "";
+                co_await broadcast(comm, text, root{r}, use(name));
+                CHECK(text == "from the root");
+            });
+        }
+    }
+}

@@ -1,0 +1,131 @@
+// The matching engine on its own: early and late messages, exact sizes,
+// mismatches reported instead of waited on, failure of everything pending.
+#include <cstring>
+
+#include "support/harness.hpp"
+#include "core/mailbox.hpp"
+
+using namespace tutti;
+
+namespace {
+
+message_header header(std::uint64_t generation, std::uint64_t step, int source, std::size_t bytes,
+                      collective kind = collective::all_reduce, std::string_view algorithm = "ring") {
+    message_header h;
+    h.key = {.communicator = 7, .generation = generation, .step = step, .source = source};
+    h.kind = kind;
+    h.algorithm = algorithm_id(algorithm);
+    h.bytes = bytes;
+    return h;
+}
+
+std::vector<std::byte> bytes(std::initializer_list<int> values) {
+    std::vector<std::byte> out;
+    for (int v : values) out.push_back(static_cast<std::byte>(v));
+    return out;
+}
+
+errc code_of(const request& r) {
+    asio::io_context context;
+    errc code = errc::invalid_argument;
+    bool failed = false;
+    asio::co_spawn(context, r->wait(), [&](std::exception_ptr e) {
+        try {
+            if (e) std::rethrow_exception(e);
+        } catch (const tutti::error& x) {
+            code = x.code();
+            failed = true;
+        }
+    });
+    context.run();
+    REQUIRE(failed);
+    return code;
+}
+
+} // namespace
+
+TEST_CASE("a message that arrives before its receive is kept, then copied in") {
+    mailbox box;
+    auto data = bytes({1, 2, 3});
+    box.deliver(header(1, 0, 2, 3), data);
+    std::vector<std::byte> into(3);
+    auto r = box.post(header(1, 0, 2, 3), into, false);
+    CHECK(r->done());
+    CHECK(into == data);
+    CHECK(box.pending().empty());
+}
+
+TEST_CASE("a receive posted first gets the message straight into its buffer") {
+    mailbox box;
+    std::vector<std::byte> into(2);
+    auto r = box.post(header(1, 4, 0, 2), into, false);
+    CHECK_FALSE(r->done());
+    CHECK(box.pending().size() == 1);
+    box.deliver(header(1, 5, 0, 2), bytes({9, 9})); // another step: kept aside
+    CHECK_FALSE(r->done());
+    box.deliver(header(1, 4, 0, 2), bytes({5, 6}));
+    CHECK(r->done());
+    CHECK(into == bytes({5, 6}));
+}
+
+TEST_CASE("messages are matched on generation and source, not only step") {
+    mailbox box;
+    box.deliver(header(2, 0, 1, 1), bytes({22}));
+    box.deliver(header(1, 0, 3, 1), bytes({13}));
+    box.deliver(header(1, 0, 1, 1), bytes({11}));
+    std::vector<std::byte> a(1), b(1), c(1);
+    CHECK(box.post(header(1, 0, 1, 1), a, false)->done());
+    CHECK(box.post(header(1, 0, 3, 1), b, false)->done());
+    CHECK(box.post(header(2, 0, 1, 1), c, false)->done());
+    CHECK(a == bytes({11}));
+    CHECK(b == bytes({13}));
+    CHECK(c == bytes({22}));
+}
+
+TEST_CASE("a receive of unknown size gets the whole payload") {
+    mailbox box;
+    auto r = box.post(header(1, 0, 0, 0), {}, true);
+    box.deliver(header(1, 0, 0, 5), bytes({1, 2, 3, 4, 5}));
+    REQUIRE(r->done());
+    CHECK(r->take_payload() == bytes({1, 2, 3, 4, 5}));
+}
+
+TEST_CASE("a size mismatch fails the receive with message_size_mismatch") {
+    mailbox box;
+    std::vector<std::byte> into(4);
+    auto r = box.post(header(1, 0, 0, 4), into, false);
+    box.deliver(header(1, 0, 0, 3), bytes({1, 2, 3}));
+    CHECK(code_of(r) == errc::message_size_mismatch);
+}
+
+TEST_CASE("another collective for the same generation fails the receive at once") {
+    mailbox box;
+    std::vector<std::byte> into(1);
+    auto r = box.post(header(1, 0, 0, 1, collective::all_reduce), into, false);
+    box.deliver(header(1, 3, 0, 1, collective::broadcast, "binomial"), bytes({1}));
+    CHECK(code_of(r) == errc::mismatched_collective);
+    // And the other way round: the message came first.
+    auto late = box.post(header(1, 9, 0, 1, collective::all_reduce), into, false);
+    CHECK(code_of(late) == errc::mismatched_collective);
+}
+
+TEST_CASE("another algorithm for the same step fails the receive") {
+    mailbox box;
+    std::vector<std::byte> into(1);
+    box.deliver(header(1, 0, 0, 1, collective::all_reduce, "ring"), bytes({1}));
+    auto r = box.post(header(1, 0, 0, 1, collective::all_reduce, "rabenseifner"), into, false);
+    CHECK(code_of(r) == errc::mismatched_collective);
+}
+
+TEST_CASE("fail() fails every pending and later receive but keeps queued messages") {
+    mailbox box;
+    std::vector<std::byte> into(1);
+    auto waiting = box.post(header(1, 0, 0, 1), into, false);
+    box.deliver(header(2, 0, 0, 1), bytes({42}));
+    box.fail(std::make_exception_ptr(tutti::error(errc::peer_lost, "rank 0 failed")));
+    CHECK(code_of(waiting) == errc::peer_lost);
+    CHECK(code_of(box.post(header(3, 0, 0, 1), into, false)) == errc::peer_lost);
+    auto queued = box.post(header(2, 0, 0, 1), into, false);
+    CHECK(queued->done());
+    CHECK(into == bytes({42}));
+}
