@@ -42,7 +42,8 @@ void show(int ranks, std::string_view title, std::string_view meaning, const ran
         co_await body(comm, table[static_cast<std::size_t>(comm.rank())]);
     });
     std::size_t width = 0;
-    for (const auto& e : table) width = std::max(width, e.gave.size() + 2);
+    for (const auto& e : table)
+        width = std::max(width, e.gave.size() + 2);
     fmt::print("\n{}: {}\n", title, meaning);
     for (std::size_t r = 0; r < table.size(); ++r)
         fmt::print("  rank {:>2}  gave {:<{}} got {}\n", r, table[r].gave, width, table[r].got);
@@ -95,7 +96,8 @@ void tour(int p) {
          [](tutti::communicator comm, exchange& e) -> tutti::task<void> {
              std::vector<int> cards;
              if (comm.rank() == 0)
-                 for (int i = 0; i < comm.size(); ++i) cards.push_back(100 + i);
+                 for (int i = 0; i < comm.size(); ++i)
+                     cards.push_back(100 + i);
              e.gave = comm.rank() == 0 ? fmt::format("{}", cards) : "(not the root: nothing)";
              const int mine = co_await tutti::scatter(comm, cards, tutti::root(0));
              e.got = fmt::format("{}", mine);
@@ -113,7 +115,8 @@ void tour(int p) {
     show(p, "all_to_all", "rank i sends 10*i + j to rank j: a matrix transpose",
          [](tutti::communicator comm, exchange& e) -> tutti::task<void> {
              std::vector<int> row;
-             for (int j = 0; j < comm.size(); ++j) row.push_back(10 * comm.rank() + j);
+             for (int j = 0; j < comm.size(); ++j)
+                 row.push_back(10 * comm.rank() + j);
              e.gave = fmt::format("{}", row);
              auto column = co_await tutti::all_to_all(comm, row);
              e.got = fmt::format("{}", column);
@@ -123,8 +126,7 @@ void tour(int p) {
          [](tutti::communicator comm, exchange& e) -> tutti::task<void> {
              std::vector<std::vector<int>> per_peer;
              for (int j = 0; j < comm.size(); ++j)
-                 per_peer.emplace_back(static_cast<std::size_t>(comm.rank()),
-                                       10 * comm.rank() + j);
+                 per_peer.emplace_back(static_cast<std::size_t>(comm.rank()), 10 * comm.rank() + j);
              e.gave = fmt::format("{}", per_peer);
              auto received = co_await tutti::all_to_allv(comm, per_peer);
              e.got = fmt::format("{}", received);
@@ -133,7 +135,8 @@ void tour(int p) {
     show(p, "reduce_scatter", "sum of everyone's vectors, block j of it to rank j",
          [](tutti::communicator comm, exchange& e) -> tutti::task<void> {
              std::vector<std::int64_t> mine;
-             for (int j = 0; j < comm.size(); ++j) mine.push_back((comm.rank() + 1) * (j + 1));
+             for (int j = 0; j < comm.size(); ++j)
+                 mine.push_back((comm.rank() + 1) * (j + 1));
              std::vector<std::int64_t> block(1);
              e.gave = fmt::format("{}", mine);
              co_await tutti::reduce_scatter(comm, mine, block, tutti::sum);
@@ -244,10 +247,12 @@ void timing_table(int p) {
         labels.push_back(fmt::format("auto: {}", fmt::join(picks, " / ")));
     }
     std::size_t width = 0;
-    for (const auto& label : labels) width = std::max(width, label.size() + 2);
+    for (const auto& label : labels)
+        width = std::max(width, label.size() + 2);
 
     fmt::print("  {:<{}}", "algorithm", width);
-    for (const auto& s : sizes) fmt::print("{:>12}", s.label);
+    for (const auto& s : sizes)
+        fmt::print("{:>12}", s.label);
     fmt::print("{:>14}\n", "1 MiB GB/s");
     for (std::size_t a = 0; a < names.size(); ++a) {
         fmt::print("  {:<{}}", labels[a], width);

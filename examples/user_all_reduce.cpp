@@ -67,8 +67,7 @@ tutti::task<void> run_on(const tutti::communicator& comm, std::uint64_t g, const
 tutti::task<void> halves(const tutti::call_context& ctx, const tutti::all_reduce_args& a) {
     const std::size_t bytes = a.count * a.op->element_size;
     const auto result = a.recv.first(bytes);
-    if (bytes && a.send.data() != result.data())
-        std::memcpy(result.data(), a.send.data(), bytes);
+    if (bytes && a.send.data() != result.data()) std::memcpy(result.data(), a.send.data(), bytes);
     if (ctx.size() == 1 || bytes == 0) co_return;
 
     const auto half = co_await half_of(ctx.comm());
@@ -103,8 +102,9 @@ tutti::task<void> halves(const tutti::call_context& ctx, const tutti::all_reduce
     }
 
     // 3. Each leader hands the total to the rest of its half.
-    co_await run_on(half, 3 * k, tutti::broadcast_args{result, 0},
-                    {.kind = tutti::collective::broadcast, .comm_size = half.size(), .bytes = bytes});
+    co_await run_on(
+        half, 3 * k, tutti::broadcast_args{result, 0},
+        {.kind = tutti::collective::broadcast, .comm_size = half.size(), .bytes = bytes});
 }
 
 using clock_type = std::chrono::steady_clock;
@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
     };
     bool all_exact = true;
     try {
-        for (auto [count, iterations] : {size_case{1, 100}, size_case{1000, 50},
-                                         size_case{(1u << 20) / 8, 10}}) {
+        for (auto [count, iterations] :
+             {size_case{1, 100}, size_case{1000, 50}, size_case{(1u << 20) / 8, 10}}) {
             const auto builtin = measure(ranks, count, iterations, "auto");
             const auto mine = measure(ranks, count, iterations, "halves");
             const bool same = builtin.results == mine.results && exact(builtin, ranks, count);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -97,39 +98,80 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
     return done;
 }
 
-void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {
+std::optional<mailbox::claimed_receive> mailbox::claim(const message_header& header) {
     std::unique_lock lock(mutex_);
-    auto& b = buckets_[call_of(header.key)];
+    auto claimed = claim_locked(lock, header);
+    if (claimed) return claimed;
+    auto failed = std::move(mismatched_);
+    mismatched_.clear();
+    lock.unlock();
+    for (auto& [done, why] : failed) done->complete(why);
+    return std::nullopt;
+}
+
+// Takes the matching posted receive off its list; a receive that does not
+// fit is failed (outside the lock) and nullopt returned. Unlocks the lock
+// only when it returns a receive or failed one.
+std::optional<mailbox::claimed_receive> mailbox::claim_locked(std::unique_lock<std::mutex>& lock,
+                                                              const message_header& header) {
+    auto found = buckets_.find(call_of(header.key));
+    if (found == buckets_.end()) return std::nullopt;
+    auto& b = found->second;
     auto same_step = std::find_if(b.posted.begin(), b.posted.end(), [&](const auto& r) {
         return r.expected.key.step == header.key.step;
     });
-    if (same_step != b.posted.end()) {
-        posted_receive r = std::move(*same_step);
-        b.posted.erase(same_step);
-        if (b.posted.empty() && b.arrived.empty()) buckets_.erase(call_of(header.key));
-        // Copy outside the lock: the receive is off the list, and its owner
-        // cannot resume before complete(), so nobody else touches its buffer.
-        lock.unlock();
-        if (auto bad = check_match(r.expected, header, r.any_size))
-            r.done->complete(bad);
-        else
-            fill(r.into, r.any_size, r.done, payload);
+    if (same_step == b.posted.end()) return std::nullopt;
+    posted_receive r = std::move(*same_step);
+    b.posted.erase(same_step);
+    if (b.posted.empty() && b.arrived.empty()) buckets_.erase(found);
+    if (auto bad = check_match(r.expected, header, r.any_size)) {
+        // The message itself is still queued below, under the lock.
+        mismatched_.push_back({r.done, bad});
+        return std::nullopt;
+    }
+    lock.unlock();
+    return claimed_receive{r.into, r.any_size, r.done};
+}
+
+template <class Payload>
+void mailbox::deliver_any(const message_header& header, Payload&& payload) {
+    std::unique_lock lock(mutex_);
+    if (auto claimed = claim_locked(lock, header)) {
+        if (claimed->any_size) {
+            claimed->done->complete_with_payload(
+                std::vector<std::byte>(payload.begin(), payload.end()));
+        } else {
+            fill(claimed->into, false, claimed->done, payload);
+        }
         return;
     }
-    std::vector<request> mismatched;
-    std::vector<std::exception_ptr> reasons;
+    // Nobody waits for it yet. A receive of the same call waiting for another
+    // collective will never be matched: fail it now rather than hang.
+    auto& b = buckets_[call_of(header.key)];
     for (auto it = b.posted.begin(); it != b.posted.end();) {
         if (it->expected.kind != header.kind) {
-            reasons.push_back(check_match(it->expected, header, true));
-            mismatched.push_back(it->done);
+            mismatched_.push_back({it->done, check_match(it->expected, header, true)});
             it = b.posted.erase(it);
         } else {
             ++it;
         }
     }
-    b.arrived.push_back({header, std::vector<std::byte>(payload.begin(), payload.end())});
+    if constexpr (std::is_same_v<std::remove_cvref_t<Payload>, std::vector<std::byte>>)
+        b.arrived.push_back({header, std::move(payload)});
+    else
+        b.arrived.push_back({header, std::vector<std::byte>(payload.begin(), payload.end())});
+    auto failed = std::move(mismatched_);
+    mismatched_.clear();
     lock.unlock();
-    for (std::size_t i = 0; i < mismatched.size(); ++i) mismatched[i]->complete(reasons[i]);
+    for (auto& [done, why] : failed) done->complete(why);
+}
+
+void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {
+    deliver_any(header, payload);
+}
+
+void mailbox::deliver(const message_header& header, std::vector<std::byte>&& payload) {
+    deliver_any(header, std::move(payload));
 }
 
 void mailbox::fail(std::exception_ptr failure) {

@@ -9,9 +9,11 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/message.hpp"
@@ -26,6 +28,21 @@ public:
     // Copies payload straight into a posted receive if one matches, otherwise
     // keeps a copy until the receive is posted.
     void deliver(const message_header& header, std::span<const std::byte> payload);
+
+    // As deliver(), taking ownership: no second copy when nobody waits yet.
+    void deliver(const message_header& header, std::vector<std::byte>&& payload);
+
+    // For transports that receive a message in pieces: takes the posted
+    // receive that matches header off the list so the pieces can be copied
+    // straight into it, then completed by the transport. nullopt when none
+    // is posted yet, or when the posted one does not fit (it is failed with
+    // the reason); the transport then stages the message and deliver()s it.
+    struct claimed_receive {
+        std::span<std::byte> into;
+        bool any_size;
+        request done;
+    };
+    std::optional<claimed_receive> claim(const message_header& header);
 
     // Fails every pending receive, and every later one, with this failure
     // (a lost peer, an aborted world). Messages already queued stay readable.
@@ -50,8 +67,15 @@ private:
         std::deque<arrived_message> arrived;
     };
 
+    std::optional<claimed_receive> claim_locked(std::unique_lock<std::mutex>& lock,
+                                                const message_header& header);
+    template <class Payload>
+    void deliver_any(const message_header& header, Payload&& payload);
+
     mutable std::mutex mutex_;
     std::unordered_map<call_key, bucket, call_key_hash> buckets_;
+    // Receives found not to fit while the lock was held, failed after it.
+    std::vector<std::pair<request, std::exception_ptr>> mismatched_;
     std::exception_ptr failure_;
 };
 

@@ -4,6 +4,7 @@
 // folder under transports/; a communicator routes through it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -43,6 +44,19 @@ public:
     // Receives a message whose length only the sender knows; the request's
     // payload holds it.
     virtual request irecv_any_size(const message_header& expected) = 0;
+
+    // For transports that must be polled (shared memory, libfabric queues):
+    // moves what is ready and returns how many events it handled. The
+    // progress engine calls it from the thread that runs context().
+    virtual std::size_t progress() { return 0; }
+
+    // Blocks until a peer may have sent something or `limit` passes; the
+    // last stage of the progress engine's spin, yield, block back-off.
+    // Transports whose events arrive through context() need not override.
+    virtual void await_activity(std::chrono::microseconds /*limit*/) {}
+
+    // True when progress() must be called for pending work to complete.
+    virtual bool needs_polling() const noexcept { return false; }
 };
 
 } // namespace tutti

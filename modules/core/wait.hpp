@@ -1,7 +1,8 @@
 // The blocking form, for callers without coroutines:
 //   tutti::wait(comm, tutti::all_reduce(comm, data, tutti::sum));
 // runs the collective on the communicator's io_context in this thread until
-// it completes, and returns its result or rethrows its error.
+// it completes (polling its transport, see progress.hpp), and returns its
+// result or rethrows its error.
 #pragma once
 
 #include <exception>
@@ -11,6 +12,7 @@
 #include <asio/executor_work_guard.hpp>
 
 #include "core/communicator.hpp"
+#include "core/progress.hpp"
 #include "core/task.hpp"
 
 namespace tutti {
@@ -37,10 +39,7 @@ T wait(const communicator& comm, task<T> work) {
         });
     }
     auto keep_running = asio::make_work_guard(context);
-    while (!done) {
-        if (context.stopped()) context.restart();
-        context.run_one();
-    }
+    drive(context, comm.transport(), [&] { return done; });
     if (failure) std::rethrow_exception(failure);
     if constexpr (!std::is_void_v<T>) return std::move(*result);
 }

@@ -3,7 +3,9 @@
 // built with flags its users do not share fails here and not in a user's
 // project.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <algorithm>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +13,32 @@
 #include <doctest/doctest.h>
 
 import tutti;
+
+namespace {
+
+// A user's algorithm, written against the module alone: rank 0 collects and
+// combines every contribution in rank order, then sends the result back.
+tutti::task<void> through_rank_zero(const tutti::call_context& ctx,
+                                    const tutti::all_reduce_args& a) {
+    const std::size_t bytes = a.count * a.op->element_size;
+    const auto mine = a.send.first(bytes);
+    std::vector<std::byte> result(mine.begin(), mine.end());
+    if (ctx.rank() == 0) {
+        std::vector<std::byte> incoming(bytes);
+        for (int r = 1; r < ctx.size(); ++r) {
+            co_await ctx.recv(r, 0, incoming);
+            a.op->combine(result.data(), incoming.data(), result.data(), a.count);
+        }
+        for (int r = 1; r < ctx.size(); ++r)
+            co_await ctx.send(r, 1, result);
+    } else {
+        co_await ctx.send(0, 0, result);
+        co_await ctx.recv(0, 1, result);
+    }
+    std::copy(result.begin(), result.end(), a.recv.begin());
+}
+
+} // namespace
 
 TEST_CASE("module: all_reduce sum is exact") {
     for (int p : {1, 2, 3, 4, 7}) {
@@ -39,7 +67,8 @@ TEST_CASE("module: all_to_all is a transpose") {
             // Element j of rank i is (i, j); after the exchange element i of
             // rank j must be (i, j).
             std::vector<std::int64_t> row(static_cast<std::size_t>(p));
-            for (int j = 0; j < p; ++j) row[static_cast<std::size_t>(j)] = comm.rank() * 1000 + j;
+            for (int j = 0; j < p; ++j)
+                row[static_cast<std::size_t>(j)] = comm.rank() * 1000 + j;
             std::vector<std::int64_t> column(row.size());
             co_await tutti::all_to_all(comm, row, column);
             int wrong = 0;
@@ -55,6 +84,21 @@ TEST_CASE("module: the blocking form on one thread per rank") {
         std::vector<int> data{comm.rank()};
         tutti::wait(comm, tutti::all_reduce(comm, data, tutti::max));
         CHECK(data[0] == 2);
+    });
+}
+
+TEST_CASE("module: a user's algorithm joins the catalog and runs by name") {
+    static const bool registered = tutti::register_algorithm<tutti::all_reduce_args>({
+        .info = {.name = "module_test_through_rank_zero", .summary = "for the module test"},
+        .run = through_rank_zero,
+    });
+    CHECK(registered);
+    CHECK(tutti::algorithms().find<tutti::all_reduce_args>("module_test_through_rank_zero"));
+    tutti::inproc::run(6, [](tutti::communicator comm) -> tutti::task<void> {
+        std::vector<std::int64_t> data{comm.rank() + 1, -comm.rank()};
+        co_await tutti::all_reduce(comm, data, tutti::sum,
+                                   tutti::use("module_test_through_rank_zero"));
+        CHECK(data == std::vector<std::int64_t>{21, -15});
     });
 }
 

@@ -68,8 +68,11 @@ std::shared_ptr<tutti::transport> world::endpoint(int rank, asio::io_context& co
 }
 
 void world::lose(int rank, const std::string& why) {
-    auto failure = std::make_exception_ptr(
-        error(errc::peer_lost, fmt::format("rank {} failed: {}", rank, why)));
+    fail_everything(std::make_exception_ptr(
+        error(errc::peer_lost, fmt::format("rank {} failed: {}", rank, why))));
+}
+
+void world::fail_everything(std::exception_ptr failure) {
     for (auto& box : mailboxes_) box->fail(failure);
 }
 
@@ -113,17 +116,24 @@ struct outcomes {
         if (lose_rank) w.lose(rank, what_of(e));
     }
 
-    void finish(const world& w, int size, bool stuck = false) {
-        if (first_failure) std::rethrow_exception(first_failure);
-        if (finished != size || stuck) {
-            std::string report = fmt::format(
-                "deadlock: {} of {} ranks never finished; receives still waiting:", size - finished,
-                size);
-            auto lines = w.pending();
-            for (std::size_t i = 0; i < lines.size() && i < 32; ++i) report += "\n  " + lines[i];
-            if (lines.size() > 32) report += fmt::format("\n  ... and {} more", lines.size() - 32);
-            throw error(errc::deadlock, report);
+    // The deadlock report, from the receives still waiting.
+    std::string deadlock_report(const world& w, int size) {
+        int unfinished;
+        {
+            std::lock_guard lock(mutex);
+            unfinished = size - finished;
         }
+        std::string report = fmt::format(
+            "deadlock: {} of {} ranks never finished; receives still waiting:", unfinished, size);
+        auto lines = w.pending();
+        for (std::size_t i = 0; i < lines.size() && i < 32; ++i) report += "\n  " + lines[i];
+        if (lines.size() > 32) report += fmt::format("\n  ... and {} more", lines.size() - 32);
+        return report;
+    }
+
+    void finish(const std::string& deadlock) {
+        if (first_failure) std::rethrow_exception(first_failure);
+        if (!deadlock.empty()) throw error(errc::deadlock, deadlock);
     }
 };
 
@@ -145,16 +155,18 @@ void run(int size, const std::function<task<void>(communicator)>& body) {
     // run() would never return from a deadlock. Every event here comes from
     // this thread, so a quiet spell with ranks unfinished means nobody will
     // ever send what they wait for (the spell allows for a rank's own timers).
-    bool stuck = false;
+    std::string deadlock;
     while (true) {
         if (context.poll() > 0) continue;
         if (context.stopped()) break; // no work left at all
-        if (context.run_one_for(quiet_spell) == 0) {
-            stuck = true;
-            break;
-        }
+        if (context.run_one_for(quiet_spell) > 0) continue;
+        if (!deadlock.empty()) break; // failing the waits did not end them
+        // Fail every wait with the report, so the ranks unwind and free
+        // their frames instead of being abandoned mid-call.
+        deadlock = result.deadlock_report(*w, size);
+        w->fail_everything(std::make_exception_ptr(error(errc::deadlock, deadlock)));
     }
-    result.finish(*w, size, stuck);
+    result.finish(deadlock);
 }
 
 void run_threads(int size, const std::function<void(communicator)>& body) {
@@ -176,7 +188,7 @@ void run_threads(int size, const std::function<void(communicator)>& body) {
         });
     }
     for (auto& t : threads) t.join();
-    result.finish(*w, size);
+    result.finish({});
 }
 
 } // namespace tutti::inproc

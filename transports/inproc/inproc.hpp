@@ -30,6 +30,7 @@ public:
     // Every rank's pending and later receives fail, naming the lost rank,
     // so the others finish instead of waiting for it forever.
     void lose(int rank, const std::string& why);
+    void fail_everything(std::exception_ptr failure);
 
     std::vector<std::string> pending() const;
     mailbox& mailbox_of(int rank) { return *mailboxes_.at(static_cast<std::size_t>(rank)); }

@@ -30,11 +30,11 @@ task<void> recursive_doubling(const call_context& ctx, const scan_args& a) {
     const int r = ctx.rank();
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0) co_return;
-    std::vector<std::byte> partial(a.send.begin(),
-                                   a.send.begin() + static_cast<std::ptrdiff_t>(bytes));
     if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
     if (p == 1) co_return;
 
+    std::vector<std::byte> partial(a.send.begin(),
+                                   a.send.begin() + static_cast<std::ptrdiff_t>(bytes));
     std::vector<std::byte> incoming(bytes);
     std::uint64_t round = 0;
     for (int mask = 1; mask < p; mask <<= 1, ++round) {

@@ -1,0 +1,85 @@
+// Every built-in reduction operation gives the exact result, and a user's
+// operation declares its commutativity, which selection respects.
+#include <cstdint>
+
+#include "support/harness.hpp"
+
+using namespace tutti;
+
+namespace {
+
+// Rank r contributes f(r, i) at index i; the expected result folds in rank order.
+template <class T, class Op, class Contribution>
+void check_all_reduce(int p, Op op, Contribution f) {
+    constexpr std::size_t n = 9;
+    inproc::run(p, [&](communicator comm) -> task<void> {
+        std::vector<T> data(n);
+        for (std::size_t i = 0; i < n; ++i) data[i] = f(comm.rank(), i);
+        co_await all_reduce(comm, data, op);
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            T expected = f(0, i);
+            for (int r = 1; r < p; ++r) expected = op(expected, f(r, i));
+            if (data[i] != expected) ++wrong;
+        }
+        CHECK(wrong == 0);
+    });
+}
+
+} // namespace
+
+TEST_CASE("built-in operations give exact results") {
+    for (int p : {1, 2, 3, 6, 11}) {
+        CAPTURE(p);
+        auto ints = [](int r, std::size_t i) {
+            return static_cast<std::int64_t>((r * 37 + static_cast<int>(i) * 11) % 23) - 11;
+        };
+        auto bits = [](int r, std::size_t i) {
+            return static_cast<std::uint32_t>(0x9E3779B9u * static_cast<unsigned>(r + 1) >>
+                                              static_cast<unsigned>(i));
+        };
+        auto truth = [](int r, std::size_t i) {
+            return static_cast<std::uint8_t>((r + static_cast<int>(i)) % 3 == 0);
+        };
+        auto small = [](int r, std::size_t i) {
+            return static_cast<std::int64_t>(1 + (r + static_cast<int>(i)) % 3);
+        };
+        check_all_reduce<std::int64_t>(p, tutti::sum, ints);
+        check_all_reduce<std::int64_t>(p, tutti::prod, small);
+        check_all_reduce<std::int64_t>(p, tutti::min, ints);
+        check_all_reduce<std::int64_t>(p, tutti::max, ints);
+        check_all_reduce<std::uint32_t>(p, tutti::bit_and, bits);
+        check_all_reduce<std::uint32_t>(p, tutti::bit_or, bits);
+        check_all_reduce<std::uint32_t>(p, tutti::bit_xor, bits);
+        check_all_reduce<std::uint8_t>(p, tutti::logical_and, truth);
+        check_all_reduce<std::uint8_t>(p, tutti::logical_or, truth);
+        check_all_reduce<std::uint8_t>(p, tutti::logical_xor, truth);
+        check_all_reduce<double>(p, tutti::max, [](int r, std::size_t i) {
+            return 0.5 * r - static_cast<double>(i);
+        });
+    }
+}
+
+TEST_CASE("a user operation's declared commutativity reaches selection") {
+    // Appending decimal digits: associative, not commutative.
+    struct digits {
+        std::int64_t value, scale;
+    };
+    auto append = make_op(
+        [](digits a, digits b) { return digits{a.value * b.scale + b.value, a.scale * b.scale}; },
+        commutativity::non_commutative);
+    // The default choice for a large non-commutative all_reduce must keep rank order.
+    inproc::run(5, [&](communicator comm) -> task<void> {
+        std::vector<digits> data(20000, digits{comm.rank() + 1, 10});
+        co_await all_reduce(comm, data, append);
+        CHECK(data.front().value == 12345);
+        CHECK(data.back().value == 12345);
+    });
+    auto plus = make_op([](std::int64_t a, std::int64_t b) { return a + b; },
+                        commutativity::commutative);
+    inproc::run(4, [&](communicator comm) -> task<void> {
+        std::vector<std::int64_t> data(20000, comm.rank());
+        co_await all_reduce(comm, data, plus, use("ring"));
+        CHECK(data[7] == 6);
+    });
+}

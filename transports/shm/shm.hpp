@@ -1,0 +1,68 @@
+// The shared-memory transport: the ranks of one node, each in its own
+// process, exchange messages through single-producer single-consumer rings
+// of fixed-size cells in one POSIX shared-memory segment. Small messages
+// travel in one cell; larger ones in chunks, one per cell, so that sender and
+// receiver copy at the same time; the largest are read by the receiver
+// straight out of the sender's memory (cross-memory attach, process_vm_readv)
+// when the kernel allows it. The transport is polled: a progress engine calls
+// progress() and, when idle, await_activity(), which sleeps on a futex
+// "doorbell" that senders ring only when the receiver said it sleeps.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "bootstrap/bootstrap.hpp"
+#include "core/asio.hpp"
+#include "core/transport.hpp"
+
+namespace tutti::shm {
+
+struct options {
+    // Bytes of one cell, its header included; 0 picks by the number of ranks
+    // (32 KiB for a few ranks, down to 4 KiB at 64) so the segment stays small.
+    std::size_t cell_bytes = 0;
+    // Cells in each ring (one ring per ordered pair of ranks); 0 picks 16,
+    // or 8 above 8 ranks.
+    std::size_t ring_depth = 0;
+    // Messages of at least this many bytes are read by the receiver with
+    // process_vm_readv instead of travelling through the rings.
+    std::size_t cma_threshold = 256 * 1024;
+    // false: never use cross-memory attach, everything goes through cells.
+    bool use_cma = true;
+    // A message that announced itself for a single copy but whose receive is
+    // not posted after this long is copied into a staging buffer, so that its
+    // sender is released (it may be waiting on its own send before posting).
+    std::chrono::microseconds stage_unclaimed_after{2000};
+    // How often an idle rank checks that its peers are still alive.
+    std::chrono::microseconds liveness_interval{5000};
+};
+
+// How many messages took each path, for tests and tutti-info.
+struct counters {
+    std::uint64_t eager = 0;   // one cell
+    std::uint64_t chunked = 0; // several cells
+    std::uint64_t cma = 0;     // sent by single copy (acknowledged)
+    std::uint64_t staged = 0;  // received by single copy into a staging buffer
+};
+
+class transport : public tutti::transport {
+public:
+    virtual shm::counters counters() const noexcept = 0;
+    // Whether this rank's messages to `dest` may use cross-memory attach
+    // (the startup probe found that dest can read our memory).
+    virtual bool cma_to(int dest) const noexcept = 0;
+    // The cell size and ring depth in use.
+    virtual std::size_t cell_bytes() const noexcept = 0;
+    virtual std::size_t ring_depth() const noexcept = 0;
+};
+
+// Every rank of the bootstrap must call this (it is collective) and be on
+// this node. Creates, maps and then unlinks "/tutti-<job_id>-shm", so a crash
+// after start leaves nothing in /dev/shm.
+std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,
+                                                 options opts = {});
+
+} // namespace tutti::shm
