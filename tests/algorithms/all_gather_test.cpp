@@ -26,7 +26,7 @@ std::size_t misplaced(const std::vector<std::int64_t>& recv, int p, std::size_t 
 
 TEST_CASE("all_gather: every block in place for every algorithm, size and count") {
     sweep<all_gather_args>(signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             std::vector<std::int64_t> send(n), recv(n * static_cast<std::size_t>(p), -1);
             for (std::size_t i = 0; i < n; ++i)
                 send[i] = encode(comm.rank(), 0, static_cast<std::int64_t>(i));
@@ -38,7 +38,7 @@ TEST_CASE("all_gather: every block in place for every algorithm, size and count"
 
 TEST_CASE("all_gather: send buffer is the rank's own block of recv") {
     sweep<all_gather_args>(signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             std::vector<std::int64_t> recv(n * static_cast<std::size_t>(p), -1);
             const auto own = static_cast<std::size_t>(comm.rank()) * n;
             for (std::size_t i = 0; i < n; ++i)
@@ -53,7 +53,7 @@ TEST_CASE("all_gather: send buffer is the rank's own block of recv") {
 TEST_CASE("all_gather: values of different serialized sizes") {
     sweep<all_gather_args>(signature, [](const std::string& name, int p, std::size_t n) {
         if (n > 7) return; // the value form carries one value per rank
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             auto text_of = [&](int r) {
                 return std::string(static_cast<std::size_t>(r) * n, 'a' + r % 26);
             };

@@ -12,7 +12,7 @@ TEST_CASE("all_reduce: exact sums for every algorithm, size and count") {
             return call_signature{.bytes = n * 8, .count = n, .has_op = true};
         },
         [](const std::string& name, int p, std::size_t n) {
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<std::int64_t> data(n);
                 for (std::size_t i = 0; i < n; ++i)
                     data[i] = static_cast<std::int64_t>(comm.rank() * 1000 + i);
@@ -34,7 +34,7 @@ TEST_CASE("all_reduce: rank order kept for a non-commutative operation") {
                                   .commutative = false, .builtin_op = false};
         },
         [](const std::string& name, int p, std::size_t n) {
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<matrix2> data(n), out(n);
                 for (std::size_t i = 0; i < n; ++i) data[i] = matrix_of(comm.rank(), i);
                 co_await all_reduce(comm, data, out, matrix_product(), use(name));
@@ -55,7 +55,7 @@ TEST_CASE("all_reduce: separate send and receive buffers, send left unchanged") 
             return call_signature{.bytes = n * 8, .count = n, .has_op = true};
         },
         [](const std::string& name, int p, std::size_t n) {
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<std::int64_t> send(n), recv(n, -1);
                 for (std::size_t i = 0; i < n; ++i)
                     send[i] = encode(comm.rank(), 0, static_cast<std::int64_t>(i));

@@ -42,7 +42,7 @@ call_signature signature(int p, std::size_t n) {
 TEST_CASE("all_to_all: transpose for every algorithm, size and block") {
     sweep<all_to_all_args>(signature, [](const std::string& name, int p, std::size_t n) {
         if (too_large(p, n)) return;
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             auto send = outgoing(comm.rank(), p, n);
             std::vector<std::int64_t> recv(send.size(), -1);
             co_await all_to_all(comm, send, recv, use(name));
@@ -55,7 +55,7 @@ TEST_CASE("all_to_all: transpose for every algorithm, size and block") {
 TEST_CASE("all_to_all: in place for every algorithm") {
     sweep<all_to_all_args>(signature, [](const std::string& name, int p, std::size_t n) {
         if (too_large(p, n)) return;
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             auto data = outgoing(comm.rank(), p, n);
             co_await all_to_all(comm, data, data, use(name));
             CHECK(misplaced(data, comm.rank(), p, n) == 0);
@@ -68,7 +68,7 @@ TEST_CASE("all_to_all: one value per rank") {
         for (int p : {1, 2, 5, 17}) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<std::int64_t> values(static_cast<std::size_t>(p));
                 for (int j = 0; j < p; ++j)
                     values[static_cast<std::size_t>(j)] = encode(comm.rank(), j);

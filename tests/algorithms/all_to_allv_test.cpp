@@ -67,7 +67,7 @@ call_signature signature(int, std::size_t) {
 TEST_CASE("all_to_allv: transpose with varied counts for every algorithm and size") {
     sweep<all_to_allv_args>(signature, [](const std::string& name, int p, std::size_t n) {
         if (too_large(p, n)) return;
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             co_await exchange(comm, name, n, pair_count, false);
         });
     });
@@ -76,7 +76,7 @@ TEST_CASE("all_to_allv: transpose with varied counts for every algorithm and siz
 TEST_CASE("all_to_allv: in place for every algorithm") {
     sweep<all_to_allv_args>(signature, [](const std::string& name, int p, std::size_t n) {
         if (too_large(p, n)) return;
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             co_await exchange(comm, name, n, symmetric_count, true);
         });
     });
@@ -87,7 +87,7 @@ TEST_CASE("all_to_allv: vectors of varied lengths") {
         for (int p : {1, 2, 5, 17}) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int me = comm.rank();
                 std::vector<std::vector<std::int64_t>> per_peer(static_cast<std::size_t>(p));
                 for (int j = 0; j < p; ++j)

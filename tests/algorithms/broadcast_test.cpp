@@ -20,7 +20,7 @@ TEST_CASE("broadcast: every rank gets the root's elements, every algorithm, size
                           [](const std::string& name, int p, std::size_t n) {
                               for (int r : roots_for(p)) {
                                   CAPTURE(r);
-                                  inproc::run(p, [&](communicator comm) -> task<void> {
+                                  tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                                       std::vector<std::int64_t> data(n, -1);
                                       if (comm.rank() == r)
                                           for (std::size_t i = 0; i < n; ++i)
@@ -40,7 +40,7 @@ TEST_CASE("broadcast: byte lengths that do not split evenly over the ranks") {
     sweep<broadcast_args>([](int, std::size_t n) { return call_signature{.bytes = n}; },
                           [](const std::string& name, int p, std::size_t n) {
                               const int r = p - 1;
-                              inproc::run(p, [&](communicator comm) -> task<void> {
+                              tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                                   std::vector<std::uint8_t> data(n, 0);
                                   const auto value = [&](std::size_t i) {
                                       return static_cast<std::uint8_t>((i * 31 + 7) % 251 + 1);
@@ -63,7 +63,7 @@ TEST_CASE("broadcast: one value, trivially copyable or serialized") {
             CAPTURE(name);
             CAPTURE(p);
             const int r = p / 2;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 int value = comm.rank() == r ? 4242 : -1;
                 co_await broadcast(comm, value, root{r}, use(name));
                 CHECK(value == 4242);

@@ -36,7 +36,7 @@ TEST_CASE("gather: every block in its place, every algorithm, size, count and ro
         [](const std::string& name, int p, std::size_t n) {
             for (int r : roots_for(p)) {
                 CAPTURE(r);
-                inproc::run(p, [&](communicator comm) -> task<void> {
+                tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                     std::vector<std::int64_t> mine(n);
                     for (std::size_t i = 0; i < n; ++i)
                         mine[i] = encode(comm.rank(), r, static_cast<std::int64_t>(i));
@@ -57,7 +57,7 @@ TEST_CASE("gather: the root's own block already in place") {
         },
         [](const std::string& name, int p, std::size_t n) {
             const int r = p / 2;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const auto ranks = static_cast<std::size_t>(p);
                 const auto me = static_cast<std::size_t>(comm.rank());
                 std::vector<std::int64_t> all(n * ranks, -1);
@@ -76,7 +76,7 @@ TEST_CASE("gather: one value per rank, trivially copyable or serialized") {
             CAPTURE(name);
             CAPTURE(p);
             const int r = p - 1;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int me = comm.rank();
                 auto numbers = co_await gather(comm, me * 11 + 3, root{r}, use(name));
                 auto words = co_await gather(comm, std::string(static_cast<std::size_t>(me), 'x'),

@@ -38,7 +38,7 @@ auto signature_for(bool equal, bool commutative) {
 void check_sums(const std::string& name, int p, std::size_t n, bool equal, bool own_part = false) {
     const auto counts = counts_for(p, n, equal);
     const auto total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    inproc::run(p, [&](communicator comm) -> task<void> {
+    tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
         const auto r = static_cast<std::size_t>(comm.rank());
         const auto first =
             std::accumulate(counts.begin(), counts.begin() + comm.rank(), std::size_t{0});
@@ -62,7 +62,7 @@ void check_sums(const std::string& name, int p, std::size_t n, bool equal, bool 
 void check_order(const std::string& name, int p, std::size_t n, bool equal) {
     const auto counts = counts_for(p, n, equal);
     const auto total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    inproc::run(p, [&](communicator comm) -> task<void> {
+    tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
         const auto r = static_cast<std::size_t>(comm.rank());
         std::vector<matrix2> send(total), recv(counts[r]);
         for (std::size_t i = 0; i < total; ++i)

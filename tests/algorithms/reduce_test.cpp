@@ -50,7 +50,7 @@ TEST_CASE("reduce: exact sums at the root for every algorithm, size, count and r
                        [](const std::string& name, int p, std::size_t n) {
                            for (int r : roots_for(p)) {
                                CAPTURE(r);
-                               inproc::run(p, [&](communicator comm) -> task<void> {
+                               tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                                    std::vector<std::int64_t> data(n);
                                    for (std::size_t i = 0; i < n; ++i)
                                        data[i] = contribution(comm.rank(), i);
@@ -74,7 +74,7 @@ TEST_CASE("reduce: rank order kept for a non-commutative operation, every root")
                        [](const std::string& name, int p, std::size_t n) {
                            for (int r : roots_for(p)) {
                                CAPTURE(r);
-                               inproc::run(p, [&](communicator comm) -> task<void> {
+                               tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                                    std::vector<matrix2> data(n);
                                    for (std::size_t i = 0; i < n; ++i)
                                        data[i] = matrix_of(comm.rank(), i);
@@ -95,7 +95,7 @@ TEST_CASE("reduce: in place, sums and a non-commutative operation") {
                        [](const std::string& name, int p, std::size_t n) {
                            for (int r : roots_for(p)) {
                                CAPTURE(r);
-                               inproc::run(p, [&](communicator comm) -> task<void> {
+                               tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                                    std::vector<matrix2> data(n);
                                    for (std::size_t i = 0; i < n; ++i)
                                        data[i] = matrix_of(comm.rank(), i);

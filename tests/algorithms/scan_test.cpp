@@ -61,7 +61,7 @@ constexpr std::int64_t untouched = -7;
 
 TEST_CASE("scan: exact prefix sums for every algorithm, size and count") {
     sweep<scan_args>(sum_signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             const int me = comm.rank();
             const auto send = contributions(me, n);
             std::vector<std::int64_t> recv(n, untouched);
@@ -83,7 +83,7 @@ TEST_CASE("scan: in place for every algorithm") {
             return s;
         },
         [](const std::string& name, int p, std::size_t n) {
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int me = comm.rank();
                 auto data = contributions(me, n);
                 co_await scan(comm, data, sum, use(name));
@@ -97,7 +97,7 @@ TEST_CASE("scan: in place for every algorithm") {
 
 TEST_CASE("scan: rank order kept for a non-commutative operation") {
     sweep<scan_args>(matrix_signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             const int me = comm.rank();
             const auto send = matrices(me, n);
             std::vector<matrix2> recv(n);
@@ -109,7 +109,7 @@ TEST_CASE("scan: rank order kept for a non-commutative operation") {
 
 TEST_CASE("exscan: exact prefix sums for every algorithm, size and count") {
     sweep<exscan_args>(sum_signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             const int me = comm.rank();
             const auto send = contributions(me, n);
             std::vector<std::int64_t> recv(n, untouched);
@@ -131,7 +131,7 @@ TEST_CASE("exscan: in place for every algorithm") {
             return s;
         },
         [](const std::string& name, int p, std::size_t n) {
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int me = comm.rank();
                 auto data = contributions(me, n);
                 co_await exscan(comm, data, sum, use(name));
@@ -145,7 +145,7 @@ TEST_CASE("exscan: in place for every algorithm") {
 
 TEST_CASE("exscan: rank order kept for a non-commutative operation") {
     sweep<exscan_args>(matrix_signature, [](const std::string& name, int p, std::size_t n) {
-        inproc::run(p, [&](communicator comm) -> task<void> {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
             const int me = comm.rank();
             const auto send = matrices(me, n);
             const matrix2 marker{untouched, untouched, untouched, untouched};

@@ -42,7 +42,7 @@ TEST_CASE("scatter: every rank gets its block, every algorithm, size, count and 
         [](const std::string& name, int p, std::size_t n) {
             for (int r : roots_for(p)) {
                 CAPTURE(r);
-                inproc::run(p, [&](communicator comm) -> task<void> {
+                tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                     // Only the root has something to send.
                     std::vector<std::int64_t> all;
                     if (comm.rank() == r) all = blocks_of(r, p, n);
@@ -62,7 +62,7 @@ TEST_CASE("scatter: the root's own block already in place") {
         },
         [](const std::string& name, int p, std::size_t n) {
             const int r = p / 2;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const auto me = static_cast<std::size_t>(comm.rank());
                 auto all = blocks_of(r, p, n);
                 std::vector<std::int64_t> elsewhere(n, -1);
@@ -80,7 +80,7 @@ TEST_CASE("scatter: one value per rank, trivially copyable or serialized") {
             CAPTURE(name);
             CAPTURE(p);
             const int r = p / 2;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int me = comm.rank();
                 std::vector<int> numbers;
                 std::vector<std::string> words;

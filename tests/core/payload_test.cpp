@@ -47,7 +47,7 @@ TEST_CASE("broadcast of a string, nested vectors and a struct, every algorithm")
         for (int p : sizes) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int r = p - 1;
                 std::string s = comm.rank() == r ? text(r, 99) : "";
                 co_await broadcast(comm, s, root(r), use(name));
@@ -68,7 +68,7 @@ TEST_CASE("gather and all_gather of values of different sizes, every algorithm")
         for (int p : sizes) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 auto strings = co_await gather(comm, text(comm.rank(), 0), root(p / 2), use(name));
                 auto structs = co_await gather(comm, particle_of(comm.rank(), 1), use(name));
                 if (comm.rank() == p / 2) {
@@ -89,7 +89,7 @@ TEST_CASE("gather and all_gather of values of different sizes, every algorithm")
             CAPTURE(p);
             call_signature call{.kind = collective::all_gather, .comm_size = p};
             if (algorithms().find<all_gather_args>(name)->info.check(call)) continue;
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 auto rows = co_await all_gather(comm, nested(comm.rank(), 2), use(name));
                 for (int i = 0; i < p; ++i) CHECK(rows[static_cast<std::size_t>(i)] == nested(i, 2));
             });
@@ -102,7 +102,7 @@ TEST_CASE("scatter of strings, every algorithm") {
         for (int p : sizes) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<std::string> values;
                 if (comm.rank() == 1 % p)
                     for (int j = 0; j < p; ++j) values.push_back(text(1 % p, j));
@@ -118,7 +118,7 @@ TEST_CASE("all_to_all of strings, nested vectors and structs: transpose identity
         for (int p : sizes) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int i = comm.rank();
                 std::vector<std::string> s;
                 std::vector<std::vector<std::vector<int>>> v;
@@ -147,7 +147,7 @@ TEST_CASE("all_to_allv of vectors of strings of varied lengths") {
         for (int p : sizes) {
             CAPTURE(name);
             CAPTURE(p);
-            inproc::run(p, [&](communicator comm) -> task<void> {
+            tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 const int i = comm.rank();
                 std::vector<std::vector<std::string>> out(static_cast<std::size_t>(p));
                 for (int j = 0; j < p; ++j)

@@ -1,5 +1,8 @@
-// Shared by the test suites: run a body on every rank of an in-process
-// world, and the sizes and counts every sweep uses.
+// Shared by the test suites: run a body on every rank of a world, and the
+// sizes and counts every sweep uses. The same test cases run in two modes:
+// in one process (inproc::run, every size of the sweep), and as one rank of a
+// multi-process job (tests/multiprocess/), where the world is the job's and
+// smaller sizes run on a part of it.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +16,32 @@
 
 namespace tutti::testing {
 
-// Communicator sizes every algorithm is swept over: 1 to 17, 31 and 64.
+// Set by the multi-process driver to the job's world; empty in one process.
+inline communicator& job_world() {
+    static communicator world;
+    return world;
+}
+
+// Runs body on p ranks: a new in-process world, or the first p ranks of the
+// job's world (the others wait at the end). Sizes above the job's are skipped.
+inline void run_ranks(int p, const std::function<task<void>(communicator)>& body) {
+    communicator& world = job_world();
+    if (!world.valid()) {
+        inproc::run(p, body);
+        return;
+    }
+    if (p > world.size()) return;
+    communicator part = world;
+    if (p < world.size())
+        part = tutti::wait(world, world.split(world.rank() < p ? 0 : undefined_color));
+    if (part.valid()) tutti::wait(part, body(part));
+    tutti::wait(world, barrier(world));
+}
+
+// Communicator sizes every algorithm is swept over: 1 to 17, 31 and 64 in
+// one process; the job's size in a multi-process job.
 inline std::vector<int> sweep_sizes() {
+    if (job_world().valid()) return {job_world().size()};
     std::vector<int> sizes;
     for (int p = 1; p <= 17; ++p) sizes.push_back(p);
     sizes.push_back(31);
