@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,11 +34,19 @@ inline void run_ranks(int p, const std::function<task<void>(communicator)>& body
         return;
     }
     if (p > world.size()) return;
-    communicator part = world;
-    if (p < world.size())
-        part = tutti::wait(world, world.split(world.rank() < p ? 0 : undefined_color));
-    if (part.valid()) tutti::wait(part, body(part));
-    tutti::wait(world, barrier(world));
+    try {
+        communicator part = world;
+        if (p < world.size())
+            part = tutti::wait(world, world.split(world.rank() < p ? 0 : undefined_color));
+        if (part.valid()) tutti::wait(part, body(part));
+        tutti::wait(world, barrier(world));
+    } catch (const std::exception& e) {
+        // The other ranks are in the middle of the same collective and would
+        // wait for us forever: leave, so they see a lost peer and the
+        // launcher ends the job with our status.
+        std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.what());
+        std::_Exit(3);
+    }
 }
 
 // Communicator sizes every algorithm is swept over: 1 to 17, 31 and 64 in
