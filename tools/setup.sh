@@ -96,9 +96,10 @@ native=meson/clang-19.ini
 if [[ ! -f $builddir/meson-private/coredata.dat ]]; then
     echo "setup.sh: configuring $builddir"
     meson setup "$builddir" --native-file "$native"
-elif ! grep -q '"clang++-19"' "$builddir/meson-info/intro-compilers.json" 2>/dev/null; then
-    # A directory configured with another compiler cannot build the module.
-    echo "setup.sh: $builddir was configured without clang++-19; configuring it again"
+elif ! grep -qs 'clang++-19' "$builddir/build.ninja"; then
+    # Configured with another compiler (which cannot build the module), or
+    # a configuration that failed half way: start that directory afresh.
+    echo "setup.sh: $builddir is not configured for clang++-19; configuring it again"
     meson setup --wipe "$builddir" --native-file "$native"
 fi
 echo "setup.sh: building $builddir"
