@@ -53,17 +53,6 @@ tutti::task<tutti::communicator> half_of(const tutti::communicator& comm) {
     co_return half;
 }
 
-// Runs a collective on a sub-communicator as one step of this algorithm. It
-// takes generation `g` there and lets tutti choose the algorithm for the
-// sub-communicator, as for any call.
-template <class Args>
-tutti::task<void> run_on(const tutti::communicator& comm, std::uint64_t g, const Args& args,
-                         const tutti::call_signature& signature) {
-    const tutti::call_context call(comm, comm.claim_generation(&g), Args::kind, "halves");
-    const auto& chosen = tutti::choose<Args>(signature, "");
-    co_await chosen.run(call.phase(0, chosen.info.name), args);
-}
-
 tutti::task<void> halves(const tutti::call_context& ctx, const tutti::all_reduce_args& a) {
     const std::size_t bytes = a.count * a.op->element_size;
     const auto result = a.recv.first(bytes);
@@ -77,16 +66,8 @@ tutti::task<void> halves(const tutti::call_context& ctx, const tutti::all_reduce
 
     // 1. In place inside the half; the half's leader (its rank 0) then holds
     //    x_0 op ... op x_(h-1), or x_h op ... op x_(p-1).
-    const tutti::all_reduce_args inside{result, result, a.count, a.op};
-    co_await run_on(half, 3 * k - 2, inside,
-                    {.kind = tutti::collective::all_reduce,
-                     .comm_size = half.size(),
-                     .bytes = bytes,
-                     .count = a.count,
-                     .has_op = true,
-                     .commutative = a.op->commutative,
-                     .builtin_op = a.op->builtin,
-                     .in_place = true});
+    co_await tutti::run_collective(half, tutti::all_reduce_args{result, result, a.count, a.op},
+                                   tutti::generation(3 * k - 2));
 
     // 2. The leaders swap partial results. The lower half's is the left
     //    operand, so even a non-commutative operation gives x_0 op ... op x_(p-1).
@@ -102,9 +83,8 @@ tutti::task<void> halves(const tutti::call_context& ctx, const tutti::all_reduce
     }
 
     // 3. Each leader hands the total to the rest of its half.
-    co_await run_on(
-        half, 3 * k, tutti::broadcast_args{result, 0},
-        {.kind = tutti::collective::broadcast, .comm_size = half.size(), .bytes = bytes});
+    co_await tutti::run_collective(half, tutti::broadcast_args{result, 0},
+                                   tutti::generation(3 * k));
 }
 
 using clock_type = std::chrono::steady_clock;

@@ -73,6 +73,8 @@ using tutti::restriction;
 using tutti::call_signature;
 using tutti::check;
 using tutti::choose;
+using tutti::run_collective;
+using tutti::signature_of;
 using tutti::default_preference;
 using tutti::barrier_args;
 using tutti::broadcast_args;

@@ -11,11 +11,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # clang 19: Debian 12's g++ 12 cannot build C++20 named modules (import tutti;).
 # libclang-rt-19-dev: the sanitizer runtimes, for -Db_sanitize=... builds.
+# libpmix-dev and openmpi-bin: joining jobs started by mpirun (PMIx), tested.
+# libopenmpi-dev, mpich, libmpich-dev: the MPI reference benchmarks.
 packages=(
     clang-19 libclang-rt-19-dev meson ninja-build pkg-config
     libasio-dev libboost-serialization-dev libfmt-dev
     doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev
     clang-format
+    libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
 )
 
 usage() {

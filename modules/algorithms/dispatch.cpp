@@ -58,3 +58,74 @@ template task<void> run_phase(const call_context&, unsigned, const exscan_args&,
                               const call_signature&, std::string_view);
 
 } // namespace tutti::detail
+
+namespace tutti {
+
+namespace {
+call_signature base(const communicator& comm, collective kind, std::size_t bytes) {
+    return {.kind = kind, .comm_size = comm.size(), .bytes = bytes};
+}
+template <class Args>
+call_signature with_op(const communicator& comm, const Args& a, std::size_t bytes) {
+    auto s = base(comm, Args::kind, bytes);
+    s.count = a.count;
+    s.has_op = true;
+    s.commutative = a.op->commutative;
+    s.builtin_op = a.op->builtin;
+    s.in_place = a.send.data() == a.recv.data() && !a.send.empty();
+    return s;
+}
+} // namespace
+
+call_signature signature_of(const communicator& comm, const barrier_args&) {
+    return base(comm, collective::barrier, 0);
+}
+call_signature signature_of(const communicator& comm, const broadcast_args& a) {
+    return base(comm, collective::broadcast, a.buffer.size());
+}
+call_signature signature_of(const communicator& comm, const reduce_args& a) {
+    return with_op(comm, a, a.count * a.op->element_size);
+}
+call_signature signature_of(const communicator& comm, const all_reduce_args& a) {
+    return with_op(comm, a, a.count * a.op->element_size);
+}
+call_signature signature_of(const communicator& comm, const gather_args& a) {
+    return base(comm, collective::gather, a.send.size() * static_cast<std::size_t>(comm.size()));
+}
+call_signature signature_of(const communicator& comm, const scatter_args& a) {
+    return base(comm, collective::scatter, a.recv.size() * static_cast<std::size_t>(comm.size()));
+}
+call_signature signature_of(const communicator& comm, const all_gather_args& a) {
+    return base(comm, collective::all_gather, a.recv.size());
+}
+call_signature signature_of(const communicator& comm, const all_to_all_args& a) {
+    return base(comm, collective::all_to_all, a.send.size());
+}
+call_signature signature_of(const communicator& comm, const all_to_allv_args&) {
+    auto s = base(comm, collective::all_to_allv, 0);
+    s.equal_counts = false;
+    return s;
+}
+call_signature signature_of(const communicator& comm, const reduce_scatter_args& a) {
+    std::size_t total = 0;
+    bool equal = true;
+    for (auto c : a.counts) {
+        total += c;
+        equal = equal && c == a.counts.front();
+    }
+    auto s = base(comm, collective::reduce_scatter, total * a.op->element_size);
+    s.count = total;
+    s.has_op = true;
+    s.commutative = a.op->commutative;
+    s.builtin_op = a.op->builtin;
+    s.equal_counts = equal;
+    return s;
+}
+call_signature signature_of(const communicator& comm, const scan_args& a) {
+    return with_op(comm, a, a.count * a.op->element_size);
+}
+call_signature signature_of(const communicator& comm, const exscan_args& a) {
+    return with_op(comm, a, a.count * a.op->element_size);
+}
+
+} // namespace tutti

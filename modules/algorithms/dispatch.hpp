@@ -67,4 +67,31 @@ task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
                      const call_signature& signature, std::string_view forced);
 
 } // namespace detail
+
+// What selection knows of a call with these arguments on comm.
+call_signature signature_of(const communicator& comm, const barrier_args& args);
+call_signature signature_of(const communicator& comm, const broadcast_args& args);
+call_signature signature_of(const communicator& comm, const reduce_args& args);
+call_signature signature_of(const communicator& comm, const all_reduce_args& args);
+call_signature signature_of(const communicator& comm, const gather_args& args);
+call_signature signature_of(const communicator& comm, const scatter_args& args);
+call_signature signature_of(const communicator& comm, const all_gather_args& args);
+call_signature signature_of(const communicator& comm, const all_to_all_args& args);
+call_signature signature_of(const communicator& comm, const all_to_allv_args& args);
+call_signature signature_of(const communicator& comm, const reduce_scatter_args& args);
+call_signature signature_of(const communicator& comm, const scan_args& args);
+call_signature signature_of(const communicator& comm, const exscan_args& args);
+
+// Runs a collective from its type-erased arguments on comm, as a call of its
+// own: it takes the given generation (or the next), the named algorithm (or
+// the default choice) and checks restrictions as any call does. This is how a
+// composition issues a sub-collective on another communicator, e.g. with
+// generation(3 * k - 2) on a part for the user's generation k.
+template <class Args, call_option... Options>
+task<void> run_collective(communicator comm, Args args, Options... options) {
+    auto o = detail::make_options(options...);
+    auto call = detail::begin_call(comm, Args::kind, o);
+    co_await detail::run_phase(call, 0, args, signature_of(comm, args), o.algorithm);
+}
+
 } // namespace tutti
