@@ -1,0 +1,1000 @@
+#include "transports/shm/shm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/mailbox.hpp"
+
+namespace tutti::shm {
+
+namespace {
+
+constexpr std::uint64_t segment_magic = 0x316d736974747574; // "tuttism1"
+constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
+constexpr std::size_t line = 64;
+constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
+
+enum class cell_type : std::uint8_t { data, rendezvous, ack, nack };
+
+// The head of every cell. A data cell carries bytes [offset, offset+length)
+// of a message of `total` bytes; a rendezvous cell says the message can be
+// read at address `offset` in the sender; ack and nack answer one by token.
+struct cell_header {
+    std::uint64_t communicator = 0;
+    std::uint64_t generation = 0;
+    std::uint64_t step = 0;
+    std::uint64_t total = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t token = 0;
+    std::int32_t source = 0;
+    std::uint32_t length = 0;
+    std::uint32_t algorithm = 0;
+    collective kind = collective::barrier;
+    cell_type type = cell_type::data;
+    std::uint16_t unused = 0;
+};
+static_assert(sizeof(cell_header) == line);
+
+struct segment_header {
+    std::uint64_t magic;
+    std::uint64_t ranks;
+    std::uint64_t cell_bytes;
+    std::uint64_t depth;
+};
+
+// One per rank, each on its own cache line: the futex word peers ring, and
+// whether the rank sleeps on it (only then does a sender pay for a wake).
+struct rank_block {
+    std::uint32_t bell;
+    std::uint32_t sleeping;
+    std::uint32_t closed; // set when the rank shut its transport down on purpose
+};
+
+bool debug_enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("TUTTI_DEBUG");
+        return v && *v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
+template <class... Args>
+void debug(fmt::format_string<Args...> format, Args&&... args) {
+    if (debug_enabled())
+        fmt::print(stderr, "tutti shm: {}\n", fmt::format(format, std::forward<Args>(args)...));
+}
+
+std::uint64_t load_acquire(std::uint64_t& v) {
+    return std::atomic_ref(v).load(std::memory_order_acquire);
+}
+void store_release(std::uint64_t& v, std::uint64_t x) {
+    std::atomic_ref(v).store(x, std::memory_order_release);
+}
+
+long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* limit) {
+    return syscall(SYS_futex, word, op, value, limit, nullptr, 0);
+}
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+    return (n + to - 1) / to * to;
+}
+
+struct geometry {
+    std::size_t ranks = 0;
+    std::size_t cell_bytes = 0;
+    std::size_t depth = 0;
+
+    std::size_t ring_bytes() const { return 2 * line + depth * cell_bytes; }
+    std::size_t rings_offset() const { return round_up(line + ranks * line, 4096); }
+    std::size_t total() const { return rings_offset() + ranks * ranks * ring_bytes(); }
+};
+
+geometry choose_geometry(int ranks, const options& opts) {
+    geometry g;
+    g.ranks = static_cast<std::size_t>(ranks);
+    g.depth = opts.ring_depth ? opts.ring_depth : (ranks <= 8 ? 16 : 8);
+    if (opts.cell_bytes) {
+        g.cell_bytes = opts.cell_bytes;
+    } else {
+        const std::size_t pairs = std::max<std::size_t>(1, g.ranks * (g.ranks - 1));
+        g.cell_bytes =
+            std::clamp<std::size_t>(std::bit_floor(auto_budget / (pairs * g.depth)), 4096, 32768);
+    }
+    if (g.cell_bytes < 2 * line || g.cell_bytes % line != 0 || g.cell_bytes > (1u << 30))
+        throw error(errc::invalid_argument,
+                    fmt::format("shm cell_bytes {} must be a multiple of {} between {} and 1 GiB",
+                                g.cell_bytes, line, 2 * line));
+    if (g.depth < 2 || g.depth > 65536)
+        throw error(errc::invalid_argument,
+                    fmt::format("shm ring_depth {} must be between 2 and 65536", g.depth));
+    return g;
+}
+
+// Small blobs for the bootstrap exchanges.
+class blob_writer {
+  public:
+    template <class T>
+    void put(const T& v) {
+        const auto* p = reinterpret_cast<const std::byte*>(&v);
+        bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    }
+    void put(const std::string& s) {
+        put<std::uint64_t>(s.size());
+        const auto* p = reinterpret_cast<const std::byte*>(s.data());
+        bytes_.insert(bytes_.end(), p, p + s.size());
+    }
+    const std::vector<std::byte>& bytes() const { return bytes_; }
+
+  private:
+    std::vector<std::byte> bytes_;
+};
+
+class blob_reader {
+  public:
+    blob_reader(const std::vector<std::byte>& b, int rank) : bytes_(b), rank_(rank) {}
+    template <class T>
+    T get() {
+        need(sizeof(T));
+        T v;
+        std::memcpy(&v, bytes_.data() + at_, sizeof(T));
+        at_ += sizeof(T);
+        return v;
+    }
+    std::string get_string() {
+        auto n = get<std::uint64_t>();
+        need(n);
+        std::string s(reinterpret_cast<const char*>(bytes_.data() + at_), n);
+        at_ += n;
+        return s;
+    }
+
+  private:
+    void need(std::size_t n) {
+        if (bytes_.size() - at_ < n)
+            throw error(errc::invalid_argument,
+                        fmt::format("shm transport: rank {} sent a malformed bootstrap blob "
+                                    "(is every rank running the same tutti?)",
+                                    rank_));
+    }
+    const std::vector<std::byte>& bytes_;
+    int rank_;
+    std::size_t at_ = 0;
+};
+
+std::string errno_text(int e) {
+    return std::strerror(e);
+}
+
+// Reads into `into` from `address` in process `pid`; 0 or the errno.
+int cma_read(pid_t pid, std::span<std::byte> into, std::uint64_t address) {
+    std::size_t done = 0;
+    while (done < into.size()) {
+        iovec local{into.data() + done, into.size() - done};
+        iovec remote{reinterpret_cast<void*>(address + done), into.size() - done};
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EFAULT;
+        done += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+class endpoint final : public shm::transport {
+  public:
+    endpoint(bootstrap& boot, asio::io_context& context, options opts);
+    ~endpoint() override;
+
+    std::string_view name() const noexcept override { return "shm"; }
+    int rank() const noexcept override { return rank_; }
+    int size() const noexcept override { return size_; }
+    asio::io_context& context() noexcept override { return context_; }
+    transport_capabilities capabilities() const noexcept override {
+        bool single = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
+        return {.single_copy = single && opts_.use_cma,
+                .remote_memory_access = false,
+                .latency_us = 0.3,
+                .bandwidth_gb_per_s = single ? 10.0 : 8.0};
+    }
+
+    request isend(int dest, const message_header& header, std::span<const std::byte> data) override;
+    request irecv(const message_header& expected, std::span<std::byte> into) override {
+        return mailbox_.post(expected, into, false);
+    }
+    request irecv_any_size(const message_header& expected) override {
+        return mailbox_.post(expected, {}, true);
+    }
+    std::size_t progress() override;
+    void await_activity(std::chrono::microseconds limit) override;
+    bool needs_polling() const noexcept override { return true; }
+
+    shm::counters counters() const noexcept override { return counters_; }
+    bool cma_to(int dest) const noexcept override {
+        return opts_.use_cma && dest >= 0 && dest < size_ &&
+               cma_to_[static_cast<std::size_t>(dest)];
+    }
+    std::size_t cell_bytes() const noexcept override { return geo_.cell_bytes; }
+    std::size_t ring_depth() const noexcept override { return geo_.depth; }
+
+  private:
+    struct outgoing {
+        message_header header;
+        std::span<const std::byte> data;
+        request done;
+        std::uint64_t offset = 0;
+        bool cma = false;
+    };
+    struct peer_out {
+        std::deque<outgoing> sends;
+        std::deque<cell_header> control; // acks and nacks to write
+        std::uint64_t head = 0;          // ours alone: we are the ring's only producer
+        std::uint64_t cached_tail = 0;
+    };
+    // A message arriving in chunks: straight into its receive, or staged.
+    struct partial {
+        bool active = false;
+        message_header header;
+        std::optional<mailbox::claimed_receive> claimed;
+        std::vector<std::byte> staging;
+        std::uint64_t received = 0;
+    };
+    struct peer_in {
+        std::uint64_t tail = 0; // ours alone: we are the ring's only consumer
+        std::uint64_t cached_head = 0;
+        partial incoming;
+    };
+    struct rendezvous {
+        int source;
+        message_header header;
+        std::uint64_t address;
+        std::uint64_t token;
+        std::chrono::steady_clock::time_point since;
+    };
+    // A receive claimed for a single copy that failed; its data follows in chunks.
+    struct reserved {
+        int source;
+        message_key key;
+        mailbox::claimed_receive receive;
+    };
+
+    std::byte* base() const { return static_cast<std::byte*>(base_); }
+    rank_block& block(int r) const {
+        return *reinterpret_cast<rank_block*>(base() + line + static_cast<std::size_t>(r) * line);
+    }
+    std::byte* ring(int src, int dst) const {
+        return base() + geo_.rings_offset() +
+               (static_cast<std::size_t>(src) * geo_.ranks + static_cast<std::size_t>(dst)) *
+                   geo_.ring_bytes();
+    }
+    std::uint64_t& head_of(int src, int dst) const {
+        return *reinterpret_cast<std::uint64_t*>(ring(src, dst));
+    }
+    std::uint64_t& tail_of(int src, int dst) const {
+        return *reinterpret_cast<std::uint64_t*>(ring(src, dst) + line);
+    }
+    std::byte* cell(int src, int dst, std::uint64_t index) const {
+        return ring(src, dst) + 2 * line + (index % geo_.depth) * geo_.cell_bytes;
+    }
+    std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
+
+    void setup(bootstrap& boot);
+    bool has_space(int dest);
+    void write_cell(int dest, const cell_header& h, const std::byte* payload);
+    void ring_bell(int peer);
+    std::size_t pump(int dest);
+    std::size_t drain(int src);
+    void handle_data(int src, const cell_header& h, const std::byte* payload);
+    void handle_rendezvous(int src, const cell_header& h);
+    void handle_answer(int src, const cell_header& h);
+    bool single_copy(rendezvous& r, bool stage);
+    std::size_t retry_unclaimed(bool stage_all);
+    void check_liveness();
+    void lose(int peer, bool clean);
+    void fail_all(const std::exception_ptr& failure);
+    void queue_control(int dest, cell_type type, std::uint64_t token);
+
+    int rank_ = 0;
+    int size_ = 0;
+    asio::io_context& context_;
+    options opts_;
+    std::string segment_name_;
+    geometry geo_;
+    void* base_ = nullptr;
+    std::size_t mapped_bytes_ = 0;
+
+    // Read by peers through process_vm_readv at startup: proves CMA works.
+    std::uint64_t probe_word_ = probe_magic;
+    std::vector<pid_t> pids_;
+    std::vector<char> cma_to_;   // per destination: it can read our memory
+    std::vector<char> lost_;     // per peer: found gone
+    std::vector<pollfd> pidfds_; // per peer, fd -1 where pidfd_open is unavailable
+
+    mailbox mailbox_;
+    std::vector<peer_out> out_;
+    std::vector<peer_in> in_;
+    std::unordered_map<std::uint64_t, std::pair<int, outgoing>> awaiting_ack_;
+    std::vector<rendezvous> unclaimed_;
+    std::vector<reserved> reserved_;
+    std::uint64_t next_token_ = 1;
+    shm::counters counters_;
+    std::chrono::steady_clock::time_point next_liveness_check_{};
+    std::exception_ptr first_crash_;
+};
+
+endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
+    : rank_(boot.rank()), size_(boot.size()), context_(context), opts_(opts) {
+    geo_ = choose_geometry(size_, opts_);
+    const auto n = static_cast<std::size_t>(size_);
+    out_.resize(n);
+    in_.resize(n);
+    lost_.assign(n, 0);
+    cma_to_.assign(n, 0);
+    try {
+        setup(boot);
+    } catch (...) {
+        if (base_) munmap(base_, mapped_bytes_);
+        throw;
+    }
+    for (int r = 0; r < size_; ++r) {
+        int fd = -1;
+        if (r != rank_)
+            fd = static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
+        pidfds_.push_back({fd, POLLIN, 0});
+    }
+    for (int r = 0; r < size_; ++r)
+        if (r != rank_)
+            debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}", rank_, r,
+                  geo_.cell_bytes, geo_.depth,
+                  cma_to(r) ? "from " + std::to_string(opts_.cma_threshold) + " bytes" : "off");
+}
+
+void endpoint::setup(bootstrap& boot) {
+    const auto& job = boot.job_id();
+    if (job.empty() || job.size() > 200 || job.find('/') != std::string::npos)
+        throw error(errc::invalid_argument,
+                    fmt::format("shm transport: job id '{}' cannot name a shared-memory segment "
+                                "(it must be 1 to 200 characters without '/')",
+                                job));
+    segment_name_ = "/tutti-" + job + "-shm";
+
+    // 1: who is where, and where each rank's probe word lives.
+    blob_writer hello;
+    hello.put<std::int64_t>(getpid());
+    hello.put<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&probe_word_));
+    hello.put(boot.node());
+    auto hellos = boot.all_gather(hello.bytes());
+    if (hellos.size() != static_cast<std::size_t>(size_))
+        throw error(errc::invalid_argument,
+                    fmt::format("shm transport: the bootstrap returned {} blobs for {} ranks",
+                                hellos.size(), size_));
+    std::vector<std::uint64_t> probes;
+    std::vector<std::string> nodes;
+    for (int r = 0; r < size_; ++r) {
+        blob_reader in(hellos[static_cast<std::size_t>(r)], r);
+        pids_.push_back(static_cast<pid_t>(in.get<std::int64_t>()));
+        probes.push_back(in.get<std::uint64_t>());
+        nodes.push_back(in.get_string());
+    }
+    for (int r = 0; r < size_; ++r)
+        if (nodes[static_cast<std::size_t>(r)] != nodes[0])
+            throw error(errc::invalid_argument,
+                        fmt::format("shm transport: rank {} is on node '{}' and rank 0 on '{}'; "
+                                    "ranks on other nodes need the TCP transport",
+                                    r, nodes[static_cast<std::size_t>(r)], nodes[0]));
+
+    // Can this rank read each peer's memory? (ptrace rules, seccomp, containers.)
+    // A rank without use_cma answers no, so nobody sends to it by single copy.
+    std::vector<char> can_read(static_cast<std::size_t>(size_), 0);
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_ || !opts_.use_cma) continue;
+        std::uint64_t word = 0;
+        int e = cma_read(pids_[static_cast<std::size_t>(r)],
+                         std::as_writable_bytes(std::span(&word, 1)),
+                         probes[static_cast<std::size_t>(r)]);
+        can_read[static_cast<std::size_t>(r)] = e == 0 && word == probe_magic;
+        if (e != 0)
+            debug("rank {} cannot read rank {} by process_vm_readv: {}", rank_, r, errno_text(e));
+    }
+
+    // 2: rank 0 creates the segment; everyone learns whether it could.
+    std::string failure;
+    // Whatever happens from here (a peer that never arrives makes the
+    // bootstrap throw), the name leaves /dev/shm when setup ends.
+    struct unlink_guard {
+        const std::string& name;
+        bool armed = false;
+        ~unlink_guard() {
+            if (armed) shm_unlink(name.c_str());
+        }
+    } created{segment_name_};
+    if (rank_ == 0) {
+        try {
+            int fd = shm_open(segment_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0)
+                throw error(errc::invalid_argument,
+                            errno == EEXIST
+                                ? fmt::format("shared-memory segment {} already exists (another "
+                                              "job with the same id, or a stale segment: remove "
+                                              "/dev/shm{})",
+                                              segment_name_, segment_name_)
+                                : fmt::format("cannot create shared-memory segment {}: {}",
+                                              segment_name_, errno_text(errno)));
+            created.armed = true;
+            const auto bytes = geo_.total();
+            int e = ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+            if (e == 0) e = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+            if (e == 0) {
+                base_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (base_ == MAP_FAILED) {
+                    base_ = nullptr;
+                    e = errno;
+                }
+            }
+            close(fd);
+            if (e != 0)
+                throw error(errc::invalid_argument,
+                            fmt::format("cannot size or map shared-memory segment {} of {} bytes "
+                                        "({} ranks, {} cells of {} bytes per ring): {}",
+                                        segment_name_, bytes, size_, geo_.depth, geo_.cell_bytes,
+                                        errno_text(e)));
+            mapped_bytes_ = bytes;
+            auto* h = reinterpret_cast<segment_header*>(base_);
+            h->ranks = geo_.ranks;
+            h->cell_bytes = geo_.cell_bytes;
+            h->depth = geo_.depth;
+            store_release(h->magic, segment_magic);
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+    }
+    blob_writer status;
+    status.put<std::uint8_t>(failure.empty() ? 1 : 0);
+    status.put(failure);
+    for (char c : can_read)
+        status.put<std::uint8_t>(static_cast<std::uint8_t>(c));
+    auto statuses = boot.all_gather(status.bytes());
+    auto unmap = [&] {
+        if (base_) munmap(base_, mapped_bytes_);
+        base_ = nullptr;
+    };
+    for (int r = 0; r < size_; ++r) {
+        blob_reader in(statuses[static_cast<std::size_t>(r)], r);
+        bool ok = in.get<std::uint8_t>() != 0;
+        auto why = in.get_string();
+        for (int d = 0; d < size_; ++d) {
+            bool readable = in.get<std::uint8_t>() != 0;
+            // Rank r reading rank d's memory lets d send to r by single copy.
+            if (d == rank_) cma_to_[static_cast<std::size_t>(r)] = readable;
+        }
+        if (r == 0 && !ok) {
+            unmap();
+            throw error(errc::invalid_argument,
+                        rank_ == 0 ? why
+                                   : fmt::format("rank 0 could not set up shared memory: {}", why));
+        }
+    }
+
+    // 3: the others map it; then rank 0 removes the name.
+    if (rank_ != 0) {
+        try {
+            int fd = shm_open(segment_name_.c_str(), O_RDWR, 0);
+            if (fd < 0)
+                throw error(errc::invalid_argument,
+                            fmt::format("cannot open shared-memory segment {}: {}", segment_name_,
+                                        errno_text(errno)));
+            struct stat st {};
+            int e = fstat(fd, &st) == 0 ? 0 : errno;
+            if (e == 0 && static_cast<std::size_t>(st.st_size) != geo_.total()) e = EINVAL;
+            if (e == 0) {
+                base_ = mmap(nullptr, geo_.total(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (base_ == MAP_FAILED) {
+                    base_ = nullptr;
+                    e = errno;
+                }
+            }
+            close(fd);
+            if (e == EINVAL)
+                throw error(errc::invalid_argument,
+                            fmt::format("shared-memory segment {} has {} bytes where this rank "
+                                        "expected {}: do all ranks pass the same shm options?",
+                                        segment_name_, st.st_size, geo_.total()));
+            if (e != 0)
+                throw error(errc::invalid_argument,
+                            fmt::format("cannot map shared-memory segment {}: {}", segment_name_,
+                                        errno_text(e)));
+            mapped_bytes_ = geo_.total();
+            auto* h = reinterpret_cast<segment_header*>(base_);
+            if (load_acquire(h->magic) != segment_magic || h->ranks != geo_.ranks ||
+                h->cell_bytes != geo_.cell_bytes || h->depth != geo_.depth)
+                throw error(errc::invalid_argument,
+                            fmt::format("shared-memory segment {} was laid out for {} ranks, {} "
+                                        "cells of {} bytes; this rank expected {}, {} of {}",
+                                        segment_name_, h->ranks, h->depth, h->cell_bytes,
+                                        geo_.ranks, geo_.depth, geo_.cell_bytes));
+        } catch (const std::exception& e) {
+            failure = e.what();
+            unmap();
+        }
+    }
+    blob_writer opened;
+    opened.put<std::uint8_t>(failure.empty() ? 1 : 0);
+    opened.put(failure);
+    auto opens = boot.all_gather(opened.bytes());
+    if (created.armed) shm_unlink(segment_name_.c_str());
+    created.armed = false;
+    for (int r = 0; r < size_; ++r) {
+        blob_reader in(opens[static_cast<std::size_t>(r)], r);
+        bool ok = in.get<std::uint8_t>() != 0;
+        auto why = in.get_string();
+        if (!ok) {
+            unmap();
+            throw error(
+                errc::invalid_argument,
+                r == rank_ ? why : fmt::format("rank {} could not map shared memory: {}", r, why));
+        }
+    }
+}
+
+endpoint::~endpoint() {
+    if (base_) {
+        // Acks still queued would leave their senders waiting: send what fits.
+        // (Data sends are not continued: their buffers may be gone by now.)
+        for (int dest = 0; dest < size_; ++dest) {
+            auto& o = out_[static_cast<std::size_t>(dest)];
+            if (lost_[static_cast<std::size_t>(dest)] || o.control.empty()) continue;
+            while (!o.control.empty() && has_space(dest)) {
+                write_cell(dest, o.control.front(), nullptr);
+                o.control.pop_front();
+            }
+            ring_bell(dest);
+        }
+        std::atomic_ref(block(rank_).closed).store(1, std::memory_order_release);
+    }
+    fail_all(std::make_exception_ptr(
+        error(errc::peer_lost,
+              fmt::format(
+                  "the shared-memory transport of rank {} was shut down with this request pending",
+                  rank_))));
+    for (auto& p : pidfds_)
+        if (p.fd >= 0) close(p.fd);
+    if (base_) munmap(base_, mapped_bytes_);
+}
+
+request endpoint::isend(int dest, const message_header& header, std::span<const std::byte> data) {
+    if (dest < 0 || dest >= size_)
+        throw error(errc::invalid_argument,
+                    fmt::format("send to rank {} outside the world of {}", dest, size_));
+    auto done = make_request();
+    if (dest == rank_) {
+        mailbox_.deliver(header, data);
+        done->complete();
+        return done;
+    }
+    if (lost_[static_cast<std::size_t>(dest)]) {
+        done->complete(std::make_exception_ptr(
+            error(errc::peer_lost, fmt::format("rank {} (pid {}) exited; cannot send to it", dest,
+                                               pids_[static_cast<std::size_t>(dest)]))));
+        return done;
+    }
+    auto& o = out_[static_cast<std::size_t>(dest)];
+    const bool cma = cma_to(dest) && data.size() >= opts_.cma_threshold;
+    o.sends.push_back({header, data, done, 0, cma});
+    if (o.sends.size() == 1) pump(dest);
+    return done;
+}
+
+bool endpoint::has_space(int dest) {
+    auto& o = out_[static_cast<std::size_t>(dest)];
+    if (o.head - o.cached_tail < geo_.depth) return true;
+    o.cached_tail = load_acquire(tail_of(rank_, dest));
+    return o.head - o.cached_tail < geo_.depth;
+}
+
+void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {
+    auto& o = out_[static_cast<std::size_t>(dest)];
+    std::byte* c = cell(rank_, dest, o.head);
+    std::memcpy(c, &h, sizeof h);
+    if (h.type == cell_type::data && h.length) std::memcpy(c + sizeof h, payload, h.length);
+    store_release(head_of(rank_, dest), ++o.head);
+}
+
+// Wakes `peer` if it sleeps. The fence orders our ring writes before reading
+// its flag, against its flag write before reading our rings (await_activity).
+void endpoint::ring_bell(int peer) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    auto& b = block(peer);
+    if (std::atomic_ref(b.sleeping).load(std::memory_order_relaxed) == 0) return;
+    std::atomic_ref(b.bell).fetch_add(1, std::memory_order_release);
+    futex(&b.bell, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+cell_header header_cell(const message_header& m, cell_type type) {
+    cell_header h;
+    h.communicator = m.key.communicator;
+    h.generation = m.key.generation;
+    h.step = m.key.step;
+    h.source = m.key.source;
+    h.kind = m.kind;
+    h.algorithm = m.algorithm;
+    h.type = type;
+    return h;
+}
+
+message_header message_of(const cell_header& h) {
+    message_header m;
+    m.key = {h.communicator, h.generation, h.step, h.source};
+    m.kind = h.kind;
+    m.algorithm = h.algorithm;
+    m.bytes = h.total;
+    return m;
+}
+
+std::size_t endpoint::pump(int dest) {
+    auto& o = out_[static_cast<std::size_t>(dest)];
+    std::size_t cells = 0;
+    while (!o.control.empty() && has_space(dest)) {
+        write_cell(dest, o.control.front(), nullptr);
+        o.control.pop_front();
+        ++cells;
+    }
+    const std::size_t capacity = payload_capacity();
+    while (o.control.empty() && !o.sends.empty()) {
+        auto& s = o.sends.front();
+        if (!has_space(dest)) break;
+        if (s.cma) {
+            auto h = header_cell(s.header, cell_type::rendezvous);
+            h.total = s.data.size();
+            h.offset = reinterpret_cast<std::uintptr_t>(s.data.data());
+            h.token = next_token_++;
+            write_cell(dest, h, nullptr);
+            ++cells;
+            awaiting_ack_.emplace(h.token, std::make_pair(dest, std::move(s)));
+            o.sends.pop_front();
+            continue;
+        }
+        // Data cells, as many as the ring takes; the receiver copies the
+        // first while we write the next.
+        bool finished = false;
+        do {
+            auto h = header_cell(s.header, cell_type::data);
+            h.total = s.data.size();
+            h.offset = s.offset;
+            h.length =
+                static_cast<std::uint32_t>(std::min<std::uint64_t>(capacity, h.total - s.offset));
+            write_cell(dest, h, s.data.data() + s.offset);
+            ++cells;
+            s.offset += h.length;
+            finished = s.offset >= h.total;
+        } while (!finished && has_space(dest));
+        if (!finished) break;
+        ++(s.data.size() <= capacity ? counters_.eager : counters_.chunked);
+        s.done->complete();
+        o.sends.pop_front();
+    }
+    if (cells) ring_bell(dest);
+    return cells;
+}
+
+std::size_t endpoint::drain(int src) {
+    auto& in = in_[static_cast<std::size_t>(src)];
+    std::size_t cells = 0;
+    // At most one ring's worth, so one busy peer cannot starve the others.
+    for (; cells < geo_.depth; ++cells) {
+        if (in.tail == in.cached_head) {
+            in.cached_head = load_acquire(head_of(src, rank_));
+            if (in.tail == in.cached_head) break;
+        }
+        const std::byte* c = cell(src, rank_, in.tail);
+        cell_header h;
+        std::memcpy(&h, c, sizeof h);
+        switch (h.type) {
+        case cell_type::data:
+            handle_data(src, h, c + sizeof h);
+            break;
+        case cell_type::rendezvous:
+            handle_rendezvous(src, h);
+            break;
+        case cell_type::ack:
+        case cell_type::nack:
+            handle_answer(src, h);
+            break;
+        }
+        store_release(tail_of(src, rank_), ++in.tail);
+    }
+    // The sender may sleep waiting for room in this ring.
+    if (cells) ring_bell(src);
+    return cells;
+}
+
+void endpoint::handle_data(int src, const cell_header& h, const std::byte* payload) {
+    const auto m = message_of(h);
+    // A message in one cell goes straight to the mailbox, unless its receive
+    // was already claimed for a single copy that failed.
+    if (h.offset == 0 && h.length == h.total && reserved_.empty()) {
+        mailbox_.deliver(m, std::span(payload, h.length));
+        return;
+    }
+    auto& p = in_[static_cast<std::size_t>(src)].incoming;
+    if (h.offset == 0) {
+        p = partial{};
+        p.active = true;
+        p.header = m;
+        auto found = std::find_if(reserved_.begin(), reserved_.end(), [&](const reserved& r) {
+            return r.source == src && r.key == m.key;
+        });
+        if (found != reserved_.end()) {
+            p.claimed = found->receive;
+            reserved_.erase(found);
+        } else {
+            p.claimed = mailbox_.claim(m);
+        }
+        if (!p.claimed || p.claimed->any_size) p.staging.resize(h.total);
+    }
+    if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
+    std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging.data();
+    if (h.length) std::memcpy(to + h.offset, payload, h.length);
+    p.received += h.length;
+    if (p.received < h.total) return;
+    if (!p.claimed)
+        mailbox_.deliver(m, std::move(p.staging));
+    else if (p.claimed->any_size)
+        p.claimed->done->complete_with_payload(std::move(p.staging));
+    else
+        p.claimed->done->complete();
+    p = partial{};
+}
+
+void endpoint::handle_rendezvous(int src, const cell_header& h) {
+    rendezvous r{src, message_of(h), h.offset, h.token, std::chrono::steady_clock::now()};
+    if (!single_copy(r, false)) unclaimed_.push_back(r);
+}
+
+void endpoint::queue_control(int dest, cell_type type, std::uint64_t token) {
+    cell_header h;
+    h.type = type;
+    h.token = token;
+    out_[static_cast<std::size_t>(dest)].control.push_back(h);
+}
+
+// Reads a rendezvous message into its posted receive, or (stage) into a
+// staging buffer; false when its receive is not posted and stage is false.
+bool endpoint::single_copy(rendezvous& r, bool stage) {
+    auto claimed = mailbox_.claim(r.header);
+    if (!claimed && !stage) return false;
+    std::vector<std::byte> staging;
+    std::span<std::byte> into;
+    if (claimed && !claimed->any_size) {
+        into = claimed->into;
+    } else {
+        staging.resize(r.header.bytes);
+        into = staging;
+    }
+    const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
+    const int e = cma_read(pid, into, r.address);
+    if (e == 0) {
+        if (!claimed) {
+            ++counters_.staged;
+            mailbox_.deliver(r.header, std::move(staging));
+        } else if (claimed->any_size) {
+            claimed->done->complete_with_payload(std::move(staging));
+        } else {
+            claimed->done->complete();
+        }
+        queue_control(r.source, cell_type::ack, r.token);
+        return true;
+    }
+    if (e == ESRCH) {
+        // The peer is gone; the liveness check fails everything else.
+        if (claimed)
+            claimed->done->complete(std::make_exception_ptr(error(
+                errc::peer_lost,
+                fmt::format("rank {} (pid {}) exited during a single-copy read", r.source, pid))));
+        return true;
+    }
+    debug("rank {} cannot read rank {} by process_vm_readv ({}); asking for chunks from now on",
+          rank_, r.source, errno_text(e));
+    if (claimed) reserved_.push_back({r.source, r.header.key, *claimed});
+    queue_control(r.source, cell_type::nack, r.token);
+    return true;
+}
+
+void endpoint::handle_answer(int src, const cell_header& h) {
+    auto found = awaiting_ack_.find(h.token);
+    if (found == awaiting_ack_.end()) return;
+    auto [dest, s] = std::move(found->second);
+    awaiting_ack_.erase(found);
+    if (h.type == cell_type::ack) {
+        ++counters_.cma;
+        s.done->complete();
+        return;
+    }
+    debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src, rank_);
+    cma_to_[static_cast<std::size_t>(dest)] = 0;
+    s.cma = false;
+    s.offset = 0;
+    out_[static_cast<std::size_t>(dest)].sends.push_back(std::move(s));
+}
+
+std::size_t endpoint::retry_unclaimed(bool stage_all) {
+    std::size_t events = 0;
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < unclaimed_.size();) {
+        auto& r = unclaimed_[i];
+        if (single_copy(r, stage_all || now - r.since >= opts_.stage_unclaimed_after)) {
+            unclaimed_.erase(unclaimed_.begin() + static_cast<std::ptrdiff_t>(i));
+            ++events;
+        } else {
+            ++i;
+        }
+    }
+    return events;
+}
+
+std::size_t endpoint::progress() {
+    std::size_t events = 0;
+    for (int src = 0; src < size_; ++src)
+        if (src != rank_) events += drain(src);
+    if (!unclaimed_.empty()) events += retry_unclaimed(false);
+    for (int dest = 0; dest < size_; ++dest) {
+        auto& o = out_[static_cast<std::size_t>(dest)];
+        if (!o.control.empty() || !o.sends.empty()) events += pump(dest);
+    }
+    if (events == 0) check_liveness();
+    return events;
+}
+
+void endpoint::await_activity(std::chrono::microseconds limit) {
+    // Single-copy messages whose receive is not posted: their senders may be
+    // waiting on them before posting the very receive we wait for, so sleep
+    // no longer than until the oldest is due to be staged, and stage it then.
+    if (!unclaimed_.empty()) {
+        if (retry_unclaimed(false) > 0) {
+            for (int dest = 0; dest < size_; ++dest)
+                if (!out_[static_cast<std::size_t>(dest)].control.empty()) pump(dest);
+            return;
+        }
+        const auto due = unclaimed_.front().since + opts_.stage_unclaimed_after -
+                         std::chrono::steady_clock::now();
+        limit = std::min(limit, std::chrono::ceil<std::chrono::microseconds>(due));
+    }
+    limit = std::clamp(limit, std::chrono::microseconds(0), opts_.liveness_interval);
+    auto& me = block(rank_);
+    const std::uint32_t seen = std::atomic_ref(me.bell).load(std::memory_order_acquire);
+    std::atomic_ref(me.sleeping).store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool ready = false;
+    for (int src = 0; src < size_ && !ready; ++src)
+        if (src != rank_)
+            ready = load_acquire(head_of(src, rank_)) != in_[static_cast<std::size_t>(src)].tail;
+    for (int dest = 0; dest < size_ && !ready; ++dest) {
+        auto& o = out_[static_cast<std::size_t>(dest)];
+        if (!o.control.empty() || !o.sends.empty()) ready = has_space(dest);
+    }
+    if (!ready && limit.count() > 0) {
+        timespec ts{static_cast<time_t>(limit.count() / 1000000),
+                    static_cast<long>(limit.count() % 1000000) * 1000};
+        futex(&me.bell, FUTEX_WAIT, seen, &ts);
+    }
+    std::atomic_ref(me.sleeping).store(0, std::memory_order_relaxed);
+    check_liveness();
+}
+
+void endpoint::check_liveness() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_liveness_check_) return;
+    next_liveness_check_ = now + opts_.liveness_interval;
+    if (poll(pidfds_.data(), pidfds_.size(), 0) < 0 && errno != EINTR) return;
+    std::vector<int> gone;
+    for (int r = 0; r < size_; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (r == rank_ || lost_[i]) continue;
+        // A rank that shut its transport down is gone for us even if its
+        // process lives on.
+        if (std::atomic_ref(block(r).closed).load(std::memory_order_acquire) != 0 ||
+            (pidfds_[i].fd >= 0 ? (pidfds_[i].revents & (POLLIN | POLLHUP)) != 0
+                                : kill(pids_[i], 0) != 0 && errno == ESRCH))
+            gone.push_back(r);
+    }
+    // A crashed rank is the cause; ranks that then closed on purpose (having
+    // failed because of it) are consequences, so the crash is reported first.
+    auto closed = [&](int r) {
+        return std::atomic_ref(block(r).closed).load(std::memory_order_acquire) != 0;
+    };
+    std::partition(gone.begin(), gone.end(), [&](int r) { return !closed(r); });
+    for (int r : gone) {
+        // Take what it sent before it went, then declare it lost.
+        drain(r);
+        lose(r, closed(r));
+    }
+}
+
+void endpoint::lose(int peer, bool clean) {
+    const auto i = static_cast<std::size_t>(peer);
+    lost_[i] = 1;
+    const auto why =
+        clean ? fmt::format("rank {} (pid {}) closed its shared-memory transport", peer, pids_[i])
+              : fmt::format("rank {} (pid {}) exited", peer, pids_[i]);
+    debug("rank {}: {}", rank_, why);
+    auto failure = std::make_exception_ptr(error(errc::peer_lost, why));
+    // Once a rank crashed, ranks that close afterwards most likely failed
+    // because of it: name the crash, not them.
+    if (!clean && !first_crash_) first_crash_ = failure;
+    if (clean && first_crash_) failure = first_crash_;
+    auto& o = out_[i];
+    for (auto& s : o.sends)
+        s.done->complete(failure);
+    o.sends.clear();
+    o.control.clear();
+    for (auto it = awaiting_ack_.begin(); it != awaiting_ack_.end();) {
+        if (it->second.first == peer) {
+            it->second.second.done->complete(failure);
+            it = awaiting_ack_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    std::erase_if(unclaimed_, [&](const rendezvous& r) { return r.source == peer; });
+    std::erase_if(reserved_, [&](const reserved& r) {
+        if (r.source != peer) return false;
+        r.receive.done->complete(failure);
+        return true;
+    });
+    auto& p = in_[i].incoming;
+    if (p.active && p.claimed) p.claimed->done->complete(failure);
+    p = partial{};
+    // A peer that vanished without closing leaves its collectives unfinished
+    // for everyone: fail every pending and later receive, naming it.
+    if (!clean) mailbox_.fail(failure);
+}
+
+void endpoint::fail_all(const std::exception_ptr& failure) {
+    for (auto& o : out_) {
+        for (auto& s : o.sends)
+            s.done->complete(failure);
+        o.sends.clear();
+    }
+    for (auto& [token, entry] : awaiting_ack_)
+        entry.second.done->complete(failure);
+    awaiting_ack_.clear();
+    for (auto& r : reserved_)
+        r.receive.done->complete(failure);
+    reserved_.clear();
+    for (auto& in : in_)
+        if (in.incoming.active && in.incoming.claimed) in.incoming.claimed->done->complete(failure);
+    mailbox_.fail(failure);
+}
+
+} // namespace
+
+std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,
+                                                 options opts) {
+    return std::make_shared<endpoint>(boot, context, opts);
+}
+
+} // namespace tutti::shm

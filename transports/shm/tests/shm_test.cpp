@@ -1,0 +1,572 @@
+// The shared-memory transport across real processes: each test forks its
+// ranks, which build the transport over a test bootstrap, drive collectives
+// or raw sends with tutti's progress engine, and report through their
+// exit status (details on stderr). The parent asserts on the statuses and
+// that no segment is left in /dev/shm.
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/progress.hpp"
+#include "test_bootstrap.hpp"
+#include "transports/shm/shm.hpp"
+#include "tutti.hpp"
+
+using namespace tutti;
+using tutti::testing::fork_bootstrap;
+
+namespace {
+
+// A failed check inside a child: it ends the child with a message.
+void expect(bool ok, const std::string& what) {
+    if (!ok) throw std::runtime_error(what);
+}
+
+std::string unique_job() {
+    static int counter = 0;
+    return fmt::format("shmtest-{}-{}", getpid(), counter++);
+}
+
+bool segment_exists(const std::string& job) {
+    return std::filesystem::exists("/dev/shm/tutti-" + job + "-shm");
+}
+
+// Runs the work to completion with tutti's progress engine (poll the
+// io_context and the transport; spin, yield, then sleep on the doorbell).
+// Gives up (errc::timeout) after `limit`.
+void drive(shm::transport& t, asio::io_context& io, task<void> work,
+           std::chrono::seconds limit = std::chrono::seconds(60)) {
+    bool done = false;
+    std::exception_ptr failure;
+    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
+        failure = e;
+        done = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    bool late = false;
+    tutti::drive(io, t, [&] {
+        late = !done && std::chrono::steady_clock::now() > deadline;
+        return done || late;
+    });
+    if (late) throw error(errc::timeout, "a test's collective did not finish in time");
+    if (failure) std::rethrow_exception(failure);
+}
+
+struct child_outcome {
+    bool exited = false;
+    int exit_code = -1;
+    int signal = 0;
+};
+
+// Forks `size` ranks running body(bootstrap); a rank that returns normally
+// exits 0, one that throws exits 1 after printing why. Waits for all of them
+// (reaping in any order, so a killed rank is not left a zombie that still
+// looks alive), killing them all if they take longer than two minutes.
+std::vector<child_outcome> run_ranks(int size, const std::function<void(fork_bootstrap&)>& body,
+                                     const std::string& job,
+                                     const std::function<std::string(int)>& node_of = {}) {
+    auto* area = fork_bootstrap::make_area();
+    std::vector<pid_t> pids;
+    for (int r = 0; r < size; ++r) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            alarm(100);
+            int code = 0;
+            try {
+                fork_bootstrap boot(area, r, size, job, node_of ? node_of(r) : "test-node");
+                body(boot);
+            } catch (const std::exception& e) {
+                fmt::print(stderr, "rank {}: {}\n", r, e.what());
+                code = 1;
+            }
+            std::fflush(stderr);
+            _exit(code);
+        }
+        pids.push_back(pid);
+    }
+    std::vector<child_outcome> outcomes(static_cast<std::size_t>(size));
+    int left = size;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (left > 0) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                for (pid_t p : pids)
+                    kill(p, SIGKILL);
+            }
+            usleep(1000);
+            continue;
+        }
+        REQUIRE(pid > 0);
+        auto at = std::find(pids.begin(), pids.end(), pid);
+        REQUIRE(at != pids.end());
+        auto& o = outcomes[static_cast<std::size_t>(at - pids.begin())];
+        o.exited = WIFEXITED(status);
+        o.exit_code = o.exited ? WEXITSTATUS(status) : -1;
+        o.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        --left;
+    }
+    fork_bootstrap::free_area(area);
+    return outcomes;
+}
+
+void check_all_succeeded(const std::vector<child_outcome>& outcomes) {
+    for (std::size_t r = 0; r < outcomes.size(); ++r) {
+        CAPTURE(r);
+        CHECK(outcomes[r].exited);
+        CHECK(outcomes[r].exit_code == 0);
+    }
+}
+
+std::byte pattern(std::uint64_t message, std::uint64_t i) {
+    return static_cast<std::byte>((message * 131 + i * 7 + (i >> 13)) & 0xff);
+}
+
+message_header header_for(int source, std::uint64_t step, std::size_t bytes) {
+    message_header h;
+    h.key = {.communicator = 77, .generation = 1, .step = step, .source = source};
+    h.kind = collective::broadcast;
+    h.bytes = bytes;
+    return h;
+}
+
+// Rank 0 sends every size to rank 1 and rank 1 sends them back; rank 1
+// posts half of its receives only after everything arrived (unexpected
+// messages), the other half before, and receives some by irecv_any_size.
+void exchange_sizes(shm::transport& t, asio::io_context& io,
+                    const std::vector<std::size_t>& sizes) {
+    const int me = t.rank();
+    const int peer = 1 - me;
+    std::vector<std::vector<std::byte>> out(sizes.size()), in(sizes.size());
+    for (std::size_t m = 0; m < sizes.size(); ++m) {
+        out[m].resize(sizes[m]);
+        for (std::size_t i = 0; i < sizes[m]; ++i)
+            out[m][i] = pattern(m + 100u * me, i);
+        in[m].assign(sizes[m], std::byte{0x5a});
+    }
+    drive(t, io, [&]() -> task<void> {
+        std::vector<request> sends, receives;
+        std::vector<request> any_size(sizes.size());
+        auto post = [&](std::size_t m) {
+            if (m % 3 == 2)
+                any_size[m] = t.irecv_any_size(header_for(peer, m, sizes[m]));
+            else
+                receives.push_back(t.irecv(header_for(peer, m, sizes[m]), in[m]));
+        };
+        for (std::size_t m = 0; m < sizes.size(); m += 2)
+            post(m);
+        for (std::size_t m = 0; m < sizes.size(); ++m)
+            sends.push_back(t.isend(peer, header_for(me, m, sizes[m]), out[m]));
+        co_await wait_all(sends);
+        for (std::size_t m = 1; m < sizes.size(); m += 2)
+            post(m);
+        co_await wait_all(receives);
+        for (std::size_t m = 0; m < sizes.size(); ++m) {
+            if (!any_size[m]) continue;
+            co_await any_size[m]->wait();
+            in[m] = any_size[m]->take_payload();
+        }
+    }());
+    for (std::size_t m = 0; m < sizes.size(); ++m) {
+        expect(in[m].size() == sizes[m],
+               fmt::format("message {} has {} bytes, not {}", m, in[m].size(), sizes[m]));
+        for (std::size_t i = 0; i < sizes[m]; ++i)
+            if (in[m][i] != pattern(m + 100u * peer, i))
+                throw std::runtime_error(
+                    fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+    }
+}
+
+// Makes process_vm_readv fail with EPERM in this process from now on, as a
+// container's seccomp profile does, after the transport's startup probe.
+void forbid_cross_memory_attach() {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    expect(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+               prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0,
+           "cannot install the seccomp filter");
+}
+
+call_signature reduction_signature(collective kind, int p, std::size_t count) {
+    return {.kind = kind, .comm_size = p, .bytes = count * 8, .count = count, .has_op = true};
+}
+
+std::vector<std::string> usable(collective kind, const call_signature& call) {
+    std::vector<std::string> names;
+    for (const auto* info : algorithms().list(kind))
+        if (!info->check(call)) names.push_back(info->name);
+    expect(!names.empty(), fmt::format("no {} algorithm applies", to_string(kind)));
+    return names;
+}
+
+std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t index) {
+    return (from * 100003 + to) * 1000003 + index;
+}
+
+// Every collective of the checklist on one communicator of processes.
+void run_collectives(shm::transport& t, asio::io_context& io, communicator comm) {
+    const int p = comm.size();
+    const int me = comm.rank();
+    for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
+        for (const auto& name : usable(collective::all_reduce,
+                                       reduction_signature(collective::all_reduce, p, count))) {
+            std::vector<std::int64_t> data(count);
+            for (std::size_t k = 0; k < count; ++k)
+                data[k] = me * 1000 + static_cast<std::int64_t>(k);
+            drive(t, io, all_reduce(comm, data, sum, use(name)));
+            for (std::size_t k = 0; k < count; ++k) {
+                const std::int64_t want =
+                    1000LL * p * (p - 1) / 2 + p * static_cast<std::int64_t>(k);
+                expect(data[k] == want,
+                       fmt::format("all_reduce '{}' of {}: element {} is {}, not {}", name, count,
+                                   k, data[k], want));
+            }
+        }
+    }
+    for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{3001}}) {
+        call_signature call{.kind = collective::all_to_all,
+                            .comm_size = p,
+                            .bytes = n * 8 * static_cast<std::size_t>(p)};
+        for (const auto& name : usable(collective::all_to_all, call)) {
+            std::vector<std::int64_t> send(n * static_cast<std::size_t>(p));
+            std::vector<std::int64_t> recv(send.size(), -1);
+            for (int j = 0; j < p; ++j)
+                for (std::size_t k = 0; k < n; ++k)
+                    send[static_cast<std::size_t>(j) * n + k] =
+                        encode(me, j, static_cast<std::int64_t>(k));
+            drive(t, io, all_to_all(comm, send, recv, use(name)));
+            for (int i = 0; i < p; ++i)
+                for (std::size_t k = 0; k < n; ++k)
+                    expect(recv[static_cast<std::size_t>(i) * n + k] ==
+                               encode(i, me, static_cast<std::int64_t>(k)),
+                           fmt::format("all_to_all '{}' with {} per block: block {} element {} "
+                                       "is misplaced",
+                                       name, n, i, k));
+        }
+    }
+    for (const auto& name :
+         usable(collective::broadcast,
+                {.kind = collective::broadcast, .comm_size = p, .bytes = 70000})) {
+        std::string text;
+        if (me == p - 1) text = fmt::format("{:->70000}", "from the last rank");
+        drive(t, io, broadcast(comm, text, root(p - 1), use(name)));
+        expect(text == fmt::format("{:->70000}", "from the last rank"),
+               fmt::format("broadcast '{}' of a string gave {} characters", name, text.size()));
+    }
+    for (const auto& name :
+         usable(collective::barrier, {.kind = collective::barrier, .comm_size = p}))
+        drive(t, io, barrier(comm, use(name)));
+    // The blocking form polls the transport through the same engine.
+    std::vector<std::int64_t> one{me};
+    tutti::wait(comm, all_reduce(comm, one, sum));
+    expect(one[0] == std::int64_t{p} * (p - 1) / 2, "the blocking all_reduce is wrong");
+}
+
+} // namespace
+
+TEST_CASE("shm: collectives across 2, 3, 4 and 7 processes, every applicable algorithm") {
+    for (int p : {2, 3, 4, 7}) {
+        CAPTURE(p);
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            p,
+            [](fork_bootstrap& boot) {
+                asio::io_context io;
+                auto t = shm::create_transport(boot, io);
+                communicator comm(t);
+                run_collectives(*t, io, comm);
+            },
+            job);
+        check_all_succeeded(outcomes);
+        CHECK_FALSE(segment_exists(job));
+    }
+}
+
+TEST_CASE(
+    "shm: messages of 0 bytes, one cell, several chunks and 64 MiB, chunked and single-copy") {
+    for (bool cma : {false, true}) {
+        CAPTURE(cma);
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            2,
+            [cma](fork_bootstrap& boot) {
+                asio::io_context io;
+                shm::options opts;
+                opts.use_cma = cma;
+                opts.cell_bytes = 16384;
+                opts.ring_depth = 8;
+                auto t = shm::create_transport(boot, io, opts);
+                const std::size_t cell = t->cell_bytes() - 64;
+                exchange_sizes(
+                    *t, io, {0, 1, cell, cell + 1, 5 * cell + 17, 300000, 64u << 20, 0, 3 * cell});
+                auto c = t->counters();
+                expect(c.eager == 4, fmt::format("{} eager messages, not 4", c.eager));
+                const int peer = 1 - t->rank();
+                if (cma && t->cma_to(peer)) {
+                    expect(c.cma == 2 && c.chunked == 3,
+                           fmt::format("single copy: {} cma, {} chunked", c.cma, c.chunked));
+                } else {
+                    if (cma) fmt::print(stderr, "process_vm_readv unavailable here: chunks only\n");
+                    expect(c.cma == 0 && c.chunked == 5,
+                           fmt::format("chunks only: {} cma, {} chunked", c.cma, c.chunked));
+                }
+            },
+            job);
+        check_all_succeeded(outcomes);
+        CHECK_FALSE(segment_exists(job));
+    }
+}
+
+TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        2,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            auto t = shm::create_transport(boot, io);
+            const int peer = 1 - t->rank();
+            if (!t->cma_to(peer)) {
+                fmt::print(stderr,
+                           "process_vm_readv unavailable here: nothing to fall back from\n");
+                return;
+            }
+            // Rank 1 can no longer read rank 0; rank 0 can still read rank 1.
+            if (t->rank() == 1) forbid_cross_memory_attach();
+            const std::size_t cell = t->cell_bytes() - 64;
+            exchange_sizes(*t, io, {1, 300000, 5 * cell, 64u << 20, 400000, 2 * cell});
+            auto c = t->counters();
+            if (t->rank() == 0) {
+                expect(c.cma == 0 && c.chunked == 5 && !t->cma_to(1),
+                       fmt::format("rank 0 to rank 1: {} cma, {} chunked", c.cma, c.chunked));
+            } else {
+                expect(c.cma == 3 && c.chunked == 2 && t->cma_to(0),
+                       fmt::format("rank 1 to rank 0: {} cma, {} chunked", c.cma, c.chunked));
+            }
+        },
+        job);
+    check_all_succeeded(outcomes);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: a rank that closes its transport early does not disturb the others") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        3,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            auto t = shm::create_transport(boot, io);
+            if (boot.rank() == 2) {
+                t.reset();
+                boot.barrier();
+                return;
+            }
+            boot.barrier(); // rank 2 has closed by now
+            const std::size_t cell = t->cell_bytes() - 64;
+            exchange_sizes(*t, io, {0, 1, 3 * cell, 1u << 20});
+        },
+        job);
+    check_all_succeeded(outcomes);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: a rank killed mid-job makes the others fail with peer_lost naming it") {
+    for (int p : {2, 4}) {
+        CAPTURE(p);
+        const int victim = p - 1;
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            p,
+            [victim](fork_bootstrap& boot) {
+                asio::io_context io;
+                auto t = shm::create_transport(boot, io);
+                communicator comm(t);
+                // The victim dies between two all_reduces; a peer may notice in
+                // the first (it may still wait for the victim) or the second.
+                for (int round = 0; round < 3; ++round) {
+                    if (round == 1 && comm.rank() == victim) raise(SIGKILL);
+                    std::vector<std::int64_t> data(100000, 1);
+                    try {
+                        drive(*t, io, all_reduce(comm, data, sum));
+                    } catch (const error& e) {
+                        expect(e.code() == errc::peer_lost,
+                               fmt::format("failed with {} instead of peer_lost: {}",
+                                           to_string(e.code()), e.what()));
+                        expect(
+                            std::string(e.what()).find(fmt::format("rank {} ", victim)) !=
+                                std::string::npos,
+                            fmt::format("the failure does not name rank {}: {}", victim, e.what()));
+                        return;
+                    }
+                    expect(round == 0, "an all_reduce succeeded without the killed rank");
+                    expect(data[0] == comm.size(), "the first all_reduce is wrong");
+                }
+            },
+            job);
+        for (int r = 0; r < p; ++r) {
+            CAPTURE(r);
+            const auto& o = outcomes[static_cast<std::size_t>(r)];
+            if (r == victim) {
+                CHECK(o.signal == SIGKILL);
+            } else {
+                CHECK(o.exited);
+                CHECK(o.exit_code == 0);
+            }
+        }
+        CHECK_FALSE(segment_exists(job));
+    }
+}
+
+TEST_CASE("shm: a rank dying during setup leaves no segment behind") {
+    // Rank 1 dies on entering the second exchange (after rank 0 created the
+    // segment, before anyone unlinked it); the others time out in the
+    // bootstrap and must still remove the name.
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        3,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            boot.set_timeout(std::chrono::milliseconds(500));
+            if (boot.rank() == 1) boot.die_at_round(2);
+            try {
+                auto t = shm::create_transport(boot, io);
+            } catch (const error& e) {
+                expect(e.code() == errc::timeout,
+                       fmt::format("failed with {}: {}", to_string(e.code()), e.what()));
+                return;
+            }
+            throw std::runtime_error("a transport was built without rank 1");
+        },
+        job);
+    CHECK(outcomes[1].signal == SIGKILL);
+    CHECK(outcomes[0].exit_code == 0);
+    CHECK(outcomes[2].exit_code == 0);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: 16 and 64 processes fit, with cells scaled down") {
+    for (int p : {16, 64}) {
+        CAPTURE(p);
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            p,
+            [p](fork_bootstrap& boot) {
+                asio::io_context io;
+                auto t = shm::create_transport(boot, io);
+                expect(p < 64 || t->cell_bytes() == 4096,
+                       fmt::format("{} ranks got cells of {} bytes", p, t->cell_bytes()));
+                communicator comm(t);
+                std::vector<std::int64_t> data(5000, comm.rank());
+                drive(*t, io, all_reduce(comm, data, sum));
+                expect(data[4999] == std::int64_t{p} * (p - 1) / 2, "the all_reduce sum is wrong");
+                drive(*t, io, barrier(comm));
+            },
+            job);
+        check_all_succeeded(outcomes);
+        CHECK_FALSE(segment_exists(job));
+    }
+}
+
+TEST_CASE("shm: ranks on different nodes are refused") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        2,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            try {
+                auto t = shm::create_transport(boot, io);
+            } catch (const error& e) {
+                expect(e.code() == errc::invalid_argument, "wrong code for ranks on two nodes");
+                expect(std::string(e.what()).find("TCP transport") != std::string::npos,
+                       fmt::format("the error does not point to TCP: {}", e.what()));
+                return;
+            }
+            throw std::runtime_error("a transport was built across two nodes");
+        },
+        job, [](int r) { return fmt::format("node-{}", r); });
+    check_all_succeeded(outcomes);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: an existing segment of the same name is reported, not reused") {
+    const auto job = unique_job();
+    const auto name = "/tutti-" + job + "-shm";
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+    auto outcomes = run_ranks(
+        3,
+        [&name](fork_bootstrap& boot) {
+            asio::io_context io;
+            try {
+                auto t = shm::create_transport(boot, io);
+            } catch (const error& e) {
+                const std::string what = e.what();
+                expect(what.find(name) != std::string::npos &&
+                           what.find("already exists") != std::string::npos,
+                       fmt::format("the error does not name the existing segment: {}", what));
+                if (boot.rank() != 0)
+                    expect(what.find("rank 0") != std::string::npos,
+                           fmt::format("the error does not say rank 0 failed: {}", what));
+                return;
+            }
+            throw std::runtime_error("a transport was built over an existing segment");
+        },
+        job);
+    check_all_succeeded(outcomes);
+    CHECK(segment_exists(job)); // the stale one is not ours to remove
+    shm_unlink(name.c_str());
+}
+
+TEST_CASE("shm: bad options are refused with a clear error") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        1,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.cell_bytes = 1000;
+            try {
+                auto t = shm::create_transport(boot, io, opts);
+            } catch (const error& e) {
+                expect(e.code() == errc::invalid_argument &&
+                           std::string(e.what()).find("cell_bytes 1000") != std::string::npos,
+                       fmt::format("unclear error: {}", e.what()));
+                return;
+            }
+            throw std::runtime_error("a cell of 1000 bytes was accepted");
+        },
+        job);
+    check_all_succeeded(outcomes);
+}
+
+TEST_CASE("shm: no segment of these tests is left in /dev/shm") {
+    const auto prefix = fmt::format("tutti-shmtest-{}-", getpid());
+    std::vector<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+        if (entry.path().filename().string().starts_with(prefix))
+            left.push_back(entry.path().filename().string());
+    CHECK(left.empty());
+}
