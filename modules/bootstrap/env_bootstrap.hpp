@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "bootstrap/bootstrap.hpp"
 
@@ -37,6 +38,9 @@ using env_lookup = std::function<std::optional<std::string>(std::string_view nam
 // (errc::invalid_argument) that names the variable and says how to launch.
 env_config env_config_from(const env_lookup& lookup);
 env_config env_config_from_environment();
+
+// TUTTI_BOOTSTRAP_TIMEOUT_MS alone (default 30000 ms), for the PMIx bootstrap too.
+std::chrono::milliseconds bootstrap_timeout_from(const env_lookup& lookup);
 
 // Reads the process environment.
 std::optional<std::string> process_env(std::string_view name);

@@ -11,7 +11,8 @@ namespace tutti::bootstrap_wire {
 namespace {
 
 void put(std::vector<std::byte>& out, std::uint64_t value, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::byte>(value >> (8 * i)));
+    for (int i = 0; i < bytes; ++i)
+        out.push_back(static_cast<std::byte>(value >> (8 * i)));
 }
 
 std::uint64_t get(std::span<const std::byte> in) {
@@ -33,9 +34,12 @@ std::uint64_t max_body(frame_kind kind, int job_size) noexcept {
     case frame_kind::hello:
     case frame_kind::welcome:
     case frame_kind::reject:
-    case frame_kind::abort: return max_small_body;
-    case frame_kind::contribution: return max_small_body + max_blob;
-    case frame_kind::result: return max_small_body + ranks * (max_blob + 8);
+    case frame_kind::abort:
+        return max_small_body;
+    case frame_kind::contribution:
+        return max_small_body + max_blob;
+    case frame_kind::result:
+        return max_small_body + ranks * (max_blob + 8);
     }
     return 0;
 }
@@ -53,8 +57,8 @@ header_bytes encode_header(frame_kind kind, std::uint64_t length) {
 frame_header decode_header(std::span<const std::byte, header_size> bytes, int job_size) {
     const auto found_magic = get(bytes.subspan(0, 4));
     if (found_magic != magic)
-        throw malformed(fmt::format("bad magic number {:#010x} (not a tutti bootstrap peer?)",
-                                    found_magic));
+        throw malformed(
+            fmt::format("bad magic number {:#010x} (not a tutti bootstrap peer?)", found_magic));
     const auto kind = get(bytes.subspan(4, 4));
     if (kind < 1 || kind > static_cast<std::uint64_t>(frame_kind::abort))
         throw malformed(fmt::format("unknown frame kind {}", kind));
@@ -66,11 +70,17 @@ frame_header decode_header(std::span<const std::byte, header_size> bytes, int jo
     return header;
 }
 
-encoder::encoder(frame_kind kind) : kind_(kind) { out_.resize(header_size); }
+encoder::encoder(frame_kind kind) : kind_(kind) {
+    out_.resize(header_size);
+}
 
-void encoder::u32(std::uint32_t value) { put(out_, value, 4); }
+void encoder::u32(std::uint32_t value) {
+    put(out_, value, 4);
+}
 
-void encoder::u64(std::uint64_t value) { put(out_, value, 8); }
+void encoder::u64(std::uint64_t value) {
+    put(out_, value, 8);
+}
 
 void encoder::text(std::string_view value) {
     u64(value.size());
@@ -98,15 +108,19 @@ std::span<const std::byte> decoder::take(std::uint64_t count, std::string_view w
     return piece;
 }
 
-std::uint32_t decoder::u32() { return static_cast<std::uint32_t>(get(take(4, "an integer"))); }
+std::uint32_t decoder::u32() {
+    return static_cast<std::uint32_t>(get(take(4, "an integer")));
+}
 
-std::uint64_t decoder::u64() { return get(take(8, "an integer")); }
+std::uint64_t decoder::u64() {
+    return get(take(8, "an integer"));
+}
 
 std::string decoder::text(std::size_t max_length) {
     const auto length = u64();
     if (length > max_length)
-        throw malformed(fmt::format("a text of {} bytes, more than the {} allowed", length,
-                                    max_length));
+        throw malformed(
+            fmt::format("a text of {} bytes, more than the {} allowed", length, max_length));
     auto bytes = take(length, "a text");
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
@@ -114,15 +128,15 @@ std::string decoder::text(std::size_t max_length) {
 std::span<const std::byte> decoder::blob(std::uint64_t max_length) {
     const auto length = u64();
     if (length > max_length)
-        throw malformed(fmt::format("a blob of {} bytes, more than the {} allowed", length,
-                                    max_length));
+        throw malformed(
+            fmt::format("a blob of {} bytes, more than the {} allowed", length, max_length));
     return take(length, "a blob");
 }
 
 void decoder::finish() const {
     if (position_ != body_.size())
-        throw malformed(fmt::format("{} unexpected bytes after the last field",
-                                    body_.size() - position_));
+        throw malformed(
+            fmt::format("{} unexpected bytes after the last field", body_.size() - position_));
 }
 
 } // namespace tutti::bootstrap_wire

@@ -1,0 +1,30 @@
+// The multi-process driver: every rank of a job runs the same doctest cases
+// as the in-process suite, on the job's world (see tests/support/harness.hpp).
+// Started by tuttirun or mpirun, one process per rank:
+//   ./build/tools/tuttirun/tuttirun -n 4 ./build/tests/multiprocess/tutti-job-tests
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "runtime/job.hpp"
+#include "support/harness.hpp"
+
+int main(int argc, char** argv) {
+    tutti::job job;
+    if (job.rank() == 0)
+        std::printf("tutti-job-tests: %d ranks over %s, joined through %s\n", job.size(),
+                    std::string(job.world().transport().name()).c_str(),
+                    std::string(job.launch().method()).c_str());
+    tutti::testing::job_world() = job.world();
+    doctest::Context context(argc, argv);
+    // One full report for the job is enough; the other ranks print failures.
+    if (job.rank() != 0) context.setOption("minimal", true);
+    // Launchers may hand us a terminal; the summary is read by tools/test.sh.
+    context.setOption("no-colors", true);
+    const int failed = context.run();
+    tutti::testing::job_world() = {};
+    job.run([](tutti::communicator) -> tutti::task<void> { co_return; });
+    return failed;
+}
