@@ -15,6 +15,11 @@ using tutti::wait;
 using tutti::error;
 using tutti::errc;
 using tutti::to_string;
+// jobs of several processes
+using tutti::job;
+using tutti::job_options;
+using tutti::bootstrap;
+using tutti::join_job;
 // communicators and generations
 using tutti::communicator;
 using tutti::undefined_color;
@@ -96,6 +101,11 @@ using tutti::exscan_args;
 export namespace asio::error {
 using asio::error::make_error_code;
 } // namespace asio::error
+
+export namespace tutti::shm {
+using tutti::shm::options;
+using tutti::shm::counters;
+} // namespace tutti::shm
 
 export namespace tutti::inproc {
 using tutti::inproc::run;
