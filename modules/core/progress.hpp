@@ -20,7 +20,7 @@ public:
     void pause(transport& t);
 
     static constexpr unsigned spin_rounds = 64;
-    static constexpr unsigned yield_rounds = 64 + 256;
+    static constexpr unsigned yield_rounds = 64 + 4096;
     static constexpr std::chrono::microseconds longest_block{2000};
 
 private:
