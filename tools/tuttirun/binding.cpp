@@ -21,7 +21,9 @@ core_binder::core_binder() {
     }
 }
 
-core_binder::~core_binder() { hwloc_topology_destroy(topology_); }
+core_binder::~core_binder() {
+    hwloc_topology_destroy(topology_);
+}
 
 int core_binder::bind_process(int core) const noexcept {
     hwloc_obj_t obj = hwloc_get_obj_by_type(topology_, HWLOC_OBJ_CORE, static_cast<unsigned>(core));

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <system_error>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -38,17 +39,20 @@ bool names_variable(std::string_view entry, std::string_view name) {
     return entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=';
 }
 
-void write_all(int fd, std::string_view text) {
+// False when fd no longer takes output (a closed pipe).
+bool write_all(int fd, std::string_view text) {
     while (!text.empty()) {
         const ssize_t n = ::write(fd, text.data(), text.size());
         if (n < 0 && errno == EINTR) continue;
-        // Our own stdout or stderr is gone (a closed pipe): nothing left to tell.
-        if (n <= 0) return;
+        if (n <= 0) return false;
         text.remove_prefix(static_cast<std::size_t>(n));
     }
+    return true;
 }
 
-void say(std::string_view message) { write_all(STDERR_FILENO, fmt::format("tuttirun: {}\n", message)); }
+void say(std::string_view message) {
+    write_all(STDERR_FILENO, fmt::format("tuttirun: {}\n", message));
+}
 
 // What a child reports through its close-on-exec pipe when it cannot become
 // the rank program; a successful exec closes the pipe and reports nothing.
@@ -60,13 +64,15 @@ struct child_failure {
 int open_output_file(const std::filesystem::path& path) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        throw tutti::error(tutti::errc::invalid_argument,
-                           fmt::format("--output-dir: cannot open '{}': {}", path.string(),
-                                       std::strerror(errno)));
+        throw tutti::error(
+            tutti::errc::invalid_argument,
+            fmt::format("--output-dir: cannot open '{}': {}", path.string(), std::strerror(errno)));
     }
     return fd;
 }
 
+// A descriptor that closes itself, so that no early return leaks one into
+// the next rank.
 struct owned_fd {
     int fd = -1;
     owned_fd() = default;
@@ -92,10 +98,8 @@ struct pipe_pair {
 
 pipe_pair make_pipe() {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-        throw tutti::error(tutti::errc::invalid_argument,
-                           fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-    }
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        throw std::system_error(errno, std::generic_category(), "cannot create a pipe");
     return {owned_fd(fds[0]), owned_fd(fds[1])};
 }
 
@@ -107,7 +111,11 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base,
     env.reserve(base.size() + job_variables.size() + 1);
     for (const auto& entry : base) {
         bool ours = false;
-        for (auto name : job_variables) ours = ours || names_variable(entry, name);
+        for (auto name : job_variables)
+            ours = ours || names_variable(entry, name);
+        // The ranks form a job of their own, not part of an enclosing PMIx
+        // job (tuttirun itself started by mpirun), which tutti would join first.
+        ours = ours || entry.starts_with("PMIX_");
         if (identity.node) ours = ours || names_variable(entry, "TUTTI_NODE");
         if (!ours) env.push_back(entry);
     }
@@ -120,7 +128,8 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base,
     env.push_back(fmt::format("TUTTI_JOB_ID={}", identity.job_id));
     env.push_back(fmt::format("TUTTI_BOOTSTRAP_TIMEOUT_MS={}", identity.bootstrap_timeout.count()));
     if (identity.node) env.push_back(fmt::format("TUTTI_NODE={}", *identity.node));
-    if (identity.bound_core) env.push_back(fmt::format("TUTTI_BOUND_CORE={}", *identity.bound_core));
+    if (identity.bound_core)
+        env.push_back(fmt::format("TUTTI_BOUND_CORE={}", *identity.bound_core));
     return env;
 }
 
@@ -159,7 +168,7 @@ struct job::rank_process {
 job::job(launch_options options)
     : options_(std::move(options)), id_(make_job_id()),
       rendezvous_(options_.rendezvous.empty() ? free_rendezvous() : options_.rendezvous),
-      child_signal_(io_, SIGCHLD), stop_signals_(io_, SIGINT, SIGTERM), timeout_timer_(io_),
+      child_signal_(io_, SIGCHLD), stop_signals_(io_, SIGINT, SIGTERM, SIGHUP), timeout_timer_(io_),
       grace_timer_(io_), drain_timer_(io_) {
     if (options_.ranks < 1) {
         throw tutti::error(tutti::errc::invalid_argument,
@@ -168,7 +177,8 @@ job::job(launch_options options)
     if (options_.command.empty())
         throw tutti::error(tutti::errc::invalid_argument, "no program to run");
     if (options_.bind == bind_policy::core) binder_.emplace();
-    for (char** e = environ; *e != nullptr; ++e) base_environment_.emplace_back(*e);
+    for (char** e = environ; *e != nullptr; ++e)
+        base_environment_.emplace_back(*e);
 }
 
 job::~job() = default;
@@ -198,13 +208,21 @@ int job::run() {
                       options_.command.front(), rendezvous_));
 
     for (int r = 0; r < options_.ranks && !ending_; ++r) {
-        if (!launch(r)) break;
+        try {
+            if (!launch(r)) break;
+        } catch (const std::exception& e) {
+            // The ranks already started must still be ended and reaped.
+            say(fmt::format("cannot start rank {}: {}", r, e.what()));
+            fail(1);
+        }
     }
     wait_for_children();
     wait_for_stop_signal();
     start_timeout();
     // Children may have ended before the first wait was armed.
     reap();
+    // No rank started (the program cannot be run), or all ended already.
+    if (running_ == 0) on_all_ended();
     io_.run();
 
     for (const auto& name : remove_job_segments(id_))
@@ -231,11 +249,13 @@ bool job::launch(int rank) {
     // what is safe there.
     std::vector<std::string> env = rank_environment(base_environment_, identity);
     std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
+    for (auto& e : env)
+        envp.push_back(e.data());
     envp.push_back(nullptr);
     std::vector<std::string> args = options_.command;
     std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
+    for (auto& a : args)
+        argv.push_back(a.data());
     argv.push_back(nullptr);
 
     owned_fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -265,11 +285,13 @@ bool job::launch(int rank) {
     if (pid == 0) {
         auto give_up = [&](child_failure::step_kind step, int error) {
             const child_failure failure{step, error};
-            (void)!::write(report.write_end.fd, &failure, sizeof failure);
+            [[maybe_unused]] const auto written =
+                ::write(report.write_end.fd, &failure, sizeof failure);
             ::_exit(not_found_status);
         };
         // The launcher's handlers and mask are not the rank's.
-        for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT}) ::signal(s, SIG_DFL);
+        for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT})
+            ::signal(s, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -331,10 +353,10 @@ bool job::launch(int rank) {
     ++running_;
     if (options_.prefix) {
         const std::string tag = fmt::format("[{}] ", rank);
-        process->streams.push_back(std::make_unique<output_stream>(io_, parent_out.release(), tag,
-                                                                   STDOUT_FILENO));
-        process->streams.push_back(std::make_unique<output_stream>(io_, parent_err.release(), tag,
-                                                                   STDERR_FILENO));
+        process->streams.push_back(
+            std::make_unique<output_stream>(io_, parent_out.release(), tag, STDOUT_FILENO));
+        process->streams.push_back(
+            std::make_unique<output_stream>(io_, parent_err.release(), tag, STDERR_FILENO));
         for (auto& stream : process->streams) {
             ++open_streams_;
             read_output(*stream);
@@ -354,15 +376,23 @@ void job::read_output(output_stream& stream) {
     stream.pipe.async_read_some(
         asio::buffer(stream.buffer), [this, &stream](std::error_code ec, std::size_t n) {
             if (!ec) {
-                write_all(stream.target_fd, stream.lines.feed({stream.buffer.data(), n}));
-                read_output(stream);
+                // Where our output is gone, closing the rank's pipe passes that
+                // on: its next write fails, as in a shell pipeline.
+                if (write_all(stream.target_fd, stream.lines.feed({stream.buffer.data(), n})))
+                    read_output(stream);
+                else
+                    close_stream(stream);
                 return;
             }
-            write_all(stream.target_fd, stream.lines.finish());
-            std::error_code ignored;
-            stream.pipe.close(ignored);
-            if (--open_streams_ == 0) drain_timer_.cancel();
+            (void)write_all(stream.target_fd, stream.lines.finish());
+            close_stream(stream);
         });
+}
+
+void job::close_stream(output_stream& stream) {
+    std::error_code ignored;
+    stream.pipe.close(ignored);
+    if (--open_streams_ == 0) drain_timer_.cancel();
 }
 
 void job::wait_for_children() {
@@ -414,11 +444,11 @@ void job::stop_streams_when_drained() {
     // grace period to finish writing, then stop listening.
     drain_timer_.expires_after(options_.grace);
     drain_timer_.async_wait([this](std::error_code ec) {
-        if (!ec) close_streams();
+        if (!ec) stop_reading_output();
     });
 }
 
-void job::close_streams() {
+void job::stop_reading_output() {
     for (auto& process : ranks_) {
         for (auto& stream : process->streams) {
             std::error_code ignored;

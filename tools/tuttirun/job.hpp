@@ -33,8 +33,8 @@ struct rank_identity {
 };
 
 // The rank's environment: base ("NAME=value" entries, e.g. tuttirun's own)
-// without any job variables it may carry from an enclosing job, plus this
-// rank's. TUTTI_NODE passes through unless identity.node is set.
+// without any job variables it may carry from an enclosing job (TUTTI_RANK
+// and the like, PMIX_*), plus this rank's. TUTTI_NODE passes through unless identity.node is set.
 std::vector<std::string> rank_environment(const std::vector<std::string>& base,
                                           const rank_identity& identity);
 
@@ -75,7 +75,8 @@ private:
     void end_ranks();
     void signal_running(int signal);
     void read_output(output_stream& stream);
-    void close_streams();
+    void close_stream(output_stream& stream);
+    void stop_reading_output();
     void stop_streams_when_drained();
     void debug(std::string_view message) const;
     void fail(int status);

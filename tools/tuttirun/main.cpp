@@ -6,6 +6,7 @@
 #include <core/error.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
     std::fputs(parsed.out.c_str(), stdout);
     std::fputs(parsed.err.c_str(), stderr);
     if (!parsed.options) return parsed.exit_status;
+    // The same switch as the library's own debug messages.
+    if (const char* debug = std::getenv("TUTTI_DEBUG");
+        debug && *debug && std::string(debug) != "0")
+        parsed.options->verbose = true;
     try {
         tuttirun::job job(std::move(*parsed.options));
         return job.run();

@@ -1,5 +1,6 @@
 #include "segments.hpp"
 
+#include <cctype>
 #include <system_error>
 
 namespace tuttirun {
@@ -15,7 +16,11 @@ std::vector<std::string> remove_job_segments(std::string_view job_id,
     for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
         if (ec) break;
         std::string name = it->path().filename().string();
+        // "tutti-<id>" and "tutti-<id>-..." but not "tutti-<id>0...", another job's.
         if (!name.starts_with(prefix)) continue;
+        if (name.size() > prefix.size() &&
+            std::isalnum(static_cast<unsigned char>(name[prefix.size()])))
+            continue;
         std::error_code remove_ec;
         if (std::filesystem::remove(it->path(), remove_ec)) removed.push_back(std::move(name));
     }

@@ -10,7 +10,9 @@
 
 namespace tuttirun {
 
-// Removes every entry of dir whose name starts with "tutti-<job_id>" and
+// Removes every entry of dir named "tutti-<job_id>" or "tutti-<job_id>" and
+// then a character other than a letter or digit (so not another job whose id
+// merely starts with this one), and
 // returns the names removed (in directory order). Entries that vanish
 // meanwhile are skipped; a missing dir removes nothing.
 std::vector<std::string> remove_job_segments(std::string_view job_id,

@@ -13,7 +13,8 @@ std::string signal_name(int signal) {
 }
 
 std::string describe_wait_status(int wait_status) {
-    if (WIFEXITED(wait_status)) return fmt::format("exited with status {}", WEXITSTATUS(wait_status));
+    if (WIFEXITED(wait_status))
+        return fmt::format("exited with status {}", WEXITSTATUS(wait_status));
     if (WIFSIGNALED(wait_status)) {
         return fmt::format("killed by {}{}", signal_name(WTERMSIG(wait_status)),
                            WCOREDUMP(wait_status) ? " (core dumped)" : "");
