@@ -14,25 +14,24 @@
 // second buffer of p blocks is needed. (Bruck et al. 1997.)
 
 #include <algorithm>
-#include <cstring>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> bruck(const call_context& ctx, const all_gather_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
-    auto blocks = [&](int first, int n) {
-        return a.recv.subspan(static_cast<std::size_t>(first) * block,
-                              static_cast<std::size_t>(n) * block);
-    };
+    auto blocks = [&](int first, int n) { return blocks_of(a.recv, block, first, n); };
     if (block == 0) co_return;
-    // Own block to position 0; memmove, as the send buffer may be part of
-    // recv (then later rounds may overwrite it, which is fine once copied).
-    if (a.send.data() != a.recv.data()) std::memmove(a.recv.data(), a.send.data(), block);
+    // Own block to position 0; the send buffer may be part of recv (then
+    // later rounds may overwrite it, which is fine once copied).
+    copy_unless_same(a.recv.data(), a.send.data(), block);
     if (p == 1) co_return;
 
     std::uint64_t step = 0;

@@ -10,25 +10,22 @@
 // rank has all p blocks. Holding contiguous, aligned ranges of blocks is what
 // needs p to be a power of two. (Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
-
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> recursive_doubling(const call_context& ctx, const all_gather_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
-    auto blocks = [&](int first, int n) {
-        return a.recv.subspan(static_cast<std::size_t>(first) * block,
-                              static_cast<std::size_t>(n) * block);
-    };
+    auto blocks = [&](int first, int n) { return blocks_of(a.recv, block, first, n); };
     // Own block first: later rounds send from recv only, so a send buffer
     // that is part of recv may be overwritten once it has been copied.
-    if (block && a.send.data() != blocks(r, 1).data())
-        std::memmove(blocks(r, 1).data(), a.send.data(), block);
+    copy_unless_same(blocks(r, 1).data(), a.send.data(), block);
     if (p == 1 || block == 0) co_return;
 
     std::uint64_t step = 0;

@@ -11,24 +11,22 @@
 // receives p - 1 blocks, each link carrying one block per step.
 // (Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
-
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> ring(const call_context& ctx, const all_gather_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
-    auto block_of = [&](int i) {
-        return a.recv.subspan(static_cast<std::size_t>(i) * block, block);
-    };
+    auto block_of = [&](int i) { return blocks_of(a.recv, block, i); };
     // Own block first: later steps send from recv only, so a send buffer that
     // is part of recv may be overwritten once it has been copied.
-    if (block && a.send.data() != block_of(r).data())
-        std::memmove(block_of(r).data(), a.send.data(), block);
+    copy_unless_same(block_of(r).data(), a.send.data(), block);
     if (p == 1 || block == 0) co_return;
 
     const int right = (r + 1) % p;

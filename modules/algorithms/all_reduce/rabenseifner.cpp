@@ -16,13 +16,15 @@
 // its vector to r + 1) and get the result back at the end.
 // (Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 constexpr std::uint64_t fold_step = 0;
 constexpr std::uint64_t halving_step = 1;   // + round, below 64 rounds
@@ -35,14 +37,11 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
     const std::size_t element = a.op->element_size;
     const std::size_t bytes = a.count * element;
     if (p == 1 || bytes == 0) {
-        if (a.send.data() != a.recv.data() && bytes)
-            std::memcpy(a.recv.data(), a.send.data(), bytes);
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
         co_return;
     }
 
-    int pof2 = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
+    const int pof2 = power_of_two_floor(p);
     const int extra = p - pof2;
 
     // Where this rank's contribution is read in the first halving round: the
@@ -66,13 +65,8 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
 
     if (new_rank >= 0) {
         const auto pieces = static_cast<std::size_t>(pof2);
-        auto offset = [&](int i) {
-            const auto u = static_cast<std::size_t>(i);
-            return (u * (a.count / pieces) + std::min(u, a.count % pieces)) * element;
-        };
-        auto rank_of = [&](int new_peer) {
-            return new_peer < extra ? new_peer * 2 + 1 : new_peer + extra;
-        };
+        auto offset = [&](int i) { return even_piece_start(a.count, pieces, i) * element; };
+        auto rank_of = [&](int new_peer) { return unfolded_rank(new_peer, extra); };
         std::vector<std::byte> incoming(offset(pof2 / 2)); // the first half is the largest
 
         // Recursive halving: keep the half of the pieces holding the own one.

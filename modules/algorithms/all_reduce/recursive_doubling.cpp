@@ -14,23 +14,24 @@
 // ranks. In every exchange the operand of the lower ranks is the left one,
 // so the rank order is kept. (Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> recursive_doubling(const call_context& ctx, const all_reduce_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const auto bytes = a.count * a.op->element_size;
-    if (a.send.data() != a.recv.data() && bytes) std::memcpy(a.recv.data(), a.send.data(), bytes);
+    copy_unless_same(a.recv.data(), a.send.data(), bytes);
     if (p == 1 || bytes == 0) co_return;
 
-    int pof2 = 1;
-    while (pof2 * 2 <= p) pof2 *= 2;
+    const int pof2 = power_of_two_floor(p);
     const int extra = p - pof2;
     std::vector<std::byte> incoming(bytes);
     auto result = a.recv.first(bytes);
@@ -54,7 +55,7 @@ task<void> recursive_doubling(const call_context& ctx, const all_reduce_args& a)
         std::uint64_t step = 1;
         for (int mask = 1; mask < pof2; mask <<= 1, ++step) {
             const int new_partner = new_rank ^ mask;
-            const int partner = new_partner < extra ? new_partner * 2 + 1 : new_partner + extra;
+            const int partner = unfolded_rank(new_partner, extra);
             co_await ctx.send_recv(partner, result, partner, incoming, step);
             if (partner < r)
                 a.op->combine(incoming.data(), result.data(), result.data(), a.count);

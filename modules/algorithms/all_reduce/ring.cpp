@@ -16,13 +16,15 @@
 // in recv, and the first step sends straight from the send buffer.
 // (Patarasuk, Yuan 2009; Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     const int p = ctx.size();
@@ -30,16 +32,12 @@ task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     const std::size_t element = a.op->element_size;
     const std::size_t bytes = a.count * element;
     if (p == 1 || bytes == 0) {
-        if (a.send.data() != a.recv.data() && bytes)
-            std::memcpy(a.recv.data(), a.send.data(), bytes);
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
         co_return;
     }
 
     const auto pieces = static_cast<std::size_t>(p);
-    auto first_element = [&](int i) {
-        const auto u = static_cast<std::size_t>(i);
-        return u * (a.count / pieces) + std::min(u, a.count % pieces);
-    };
+    auto first_element = [&](int i) { return even_piece_start(a.count, pieces, i); };
     auto count_of = [&](int i) { return first_element(i + 1) - first_element(i); };
     auto piece = [&](auto buffer, int i) {
         return buffer.subspan(first_element(i) * element, count_of(i) * element);

@@ -18,9 +18,12 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
     const int p = ctx.size();
@@ -28,7 +31,7 @@ task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
     const std::size_t block = a.send.size() / static_cast<std::size_t>(p);
     if (block == 0) co_return;
     if (p == 1) {
-        if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), block);
+        copy_unless_same(a.recv.data(), a.send.data(), block);
         co_return;
     }
 

@@ -11,13 +11,15 @@
 // ring so that not every rank targets rank 0 first. The rank's own block is
 // copied locally; in place, the data to send is first copied aside.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const all_to_all_args& a) {
     const int p = ctx.size();
@@ -26,26 +28,18 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
     if (block == 0 || (p == 1 && a.send.data() == a.recv.data())) co_return;
 
     std::vector<std::byte> saved;
-    std::span<const std::byte> send = a.send;
-    if (a.send.data() == a.recv.data()) {
-        saved.assign(a.send.begin(), a.send.end());
-        send = saved;
-    } else {
-        const auto own = static_cast<std::size_t>(r) * block;
-        std::memcpy(a.recv.data() + own, send.data() + own, block);
-    }
+    const auto send = send_side(a.send, a.recv, saved);
+    copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(), block);
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));
     for (int k = 1; k < p; ++k) {
         const int source = (r - k + p) % p;
-        requests.push_back(
-            ctx.irecv(source, 0, a.recv.subspan(static_cast<std::size_t>(source) * block, block)));
+        requests.push_back(ctx.irecv(source, 0, blocks_of(a.recv, block, source)));
     }
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
-        requests.push_back(
-            ctx.isend(dest, 0, send.subspan(static_cast<std::size_t>(dest) * block, block)));
+        requests.push_back(ctx.isend(dest, 0, blocks_of(send, block, dest)));
     }
     co_await wait_all(requests);
 }

@@ -12,13 +12,15 @@
 // medium and large blocks. In place, the data to send is first copied aside,
 // since received blocks overwrite blocks not yet sent.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
     const int p = ctx.size();
@@ -27,22 +29,14 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
     if (block == 0 || (p == 1 && a.send.data() == a.recv.data())) co_return;
 
     std::vector<std::byte> saved;
-    std::span<const std::byte> send = a.send;
-    if (a.send.data() == a.recv.data()) {
-        saved.assign(a.send.begin(), a.send.end());
-        send = saved;
-    } else {
-        const auto own = static_cast<std::size_t>(r) * block;
-        std::memcpy(a.recv.data() + own, send.data() + own, block);
-    }
+    const auto send = send_side(a.send, a.recv, saved);
+    copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(), block);
 
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
         const int source = (r - k + p) % p;
-        co_await ctx.send_recv(dest, send.subspan(static_cast<std::size_t>(dest) * block, block),
-                               source,
-                               a.recv.subspan(static_cast<std::size_t>(source) * block, block),
-                               static_cast<std::uint64_t>(k));
+        co_await ctx.send_recv(dest, blocks_of(send, block, dest), source,
+                               blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k));
     }
 }
 

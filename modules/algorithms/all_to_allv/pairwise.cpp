@@ -14,13 +14,15 @@
 // receiver's count for a pair are the same number, so both sides agree. In
 // place, the data to send is first copied aside.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     const int p = ctx.size();
@@ -28,16 +30,11 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     const auto me = static_cast<std::size_t>(r);
 
     std::vector<std::byte> saved;
-    std::span<const std::byte> send = a.send;
-    if (a.send.data() == a.recv.data() && !a.send.empty()) {
-        saved.assign(a.send.begin(), a.send.end());
-        send = saved;
-    }
-    // In place with the same offset, the own piece is already where it belongs.
-    if (a.send_counts[me] &&
-        a.send.data() + a.send_offsets[me] != a.recv.data() + a.recv_offsets[me])
-        std::memcpy(a.recv.data() + a.recv_offsets[me], send.data() + a.send_offsets[me],
-                    a.send_counts[me]);
+    const auto send = send_side(a.send, a.recv, saved);
+    // In place with the same offset, the own piece is already where it belongs;
+    // nothing has been received yet, so a.send still holds it.
+    copy_unless_same(a.recv.data() + a.recv_offsets[me], a.send.data() + a.send_offsets[me],
+                     a.send_counts[me]);
 
     std::vector<request> requests;
     for (int k = 1; k < p; ++k) {

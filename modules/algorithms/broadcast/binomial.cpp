@@ -14,25 +14,23 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> binomial(const call_context& ctx, const broadcast_args& a) {
     const int p = ctx.size();
     // Every rank has the same length, so all of them skip an empty buffer.
     if (p == 1 || a.buffer.empty()) co_return;
-    const int vr = (ctx.rank() - a.root + p) % p;
-    const auto actual = [&](int relative) { return (relative + a.root) % p; };
+    const int vr = relative_rank(ctx.rank(), a.root, p);
+    const auto actual = [&](int relative) { return actual_rank(relative, a.root, p); };
 
     // The root's subtree is everything; another rank's ends below its lowest bit.
-    int limit = 1;
-    while (limit < p)
-        limit *= 2;
-    if (vr != 0) {
-        limit = vr & -vr;
-        co_await ctx.recv(actual(vr - limit), 0, a.buffer);
-    }
+    const int limit = binomial_extent(vr, p);
+    if (vr != 0) co_await ctx.recv(actual(vr - limit), 0, a.buffer);
 
     std::vector<request> sends;
     for (int mask = limit / 2; mask > 0; mask /= 2)

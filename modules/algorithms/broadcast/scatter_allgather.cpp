@@ -21,9 +21,12 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 constexpr std::uint64_t scatter_step = 0;
 constexpr std::uint64_t first_ring_step = 1;
@@ -32,28 +35,22 @@ task<void> scatter_allgather(const call_context& ctx, const broadcast_args& a) {
     const int p = ctx.size();
     if (p == 1 || a.buffer.empty()) co_return;
     const int r = ctx.rank();
-    const int vr = (r - a.root + p) % p;
-    const auto actual = [&](int relative) { return (relative + a.root) % p; };
+    const int vr = relative_rank(r, a.root, p);
+    const auto actual = [&](int relative) { return actual_rank(relative, a.root, p); };
 
     // Piece i (by relative rank) starts at offset(i); the first n mod p
     // pieces are one byte longer than the others.
     const std::size_t n = a.buffer.size();
     const auto parts = static_cast<std::size_t>(p);
-    const auto offset = [&](int i) {
-        const auto k = static_cast<std::size_t>(i);
-        return k * (n / parts) + std::min(k, n % parts);
-    };
+    const auto offset = [&](int i) { return even_piece_start(n, parts, i); };
     // Pieces [lo, hi), contiguous because they are numbered in buffer order.
     const auto pieces = [&](int lo, int hi) {
         return a.buffer.subspan(offset(lo), offset(hi) - offset(lo));
     };
 
     // Scatter: vr receives the pieces of its subtree [vr, vr + extent).
-    int limit = 1;
-    while (limit < p)
-        limit *= 2;
+    const int limit = binomial_extent(vr, p);
     if (vr != 0) {
-        limit = vr & -vr;
         auto mine = pieces(vr, std::min(vr + limit, p));
         // Both sides see the same length, so both skip an empty message.
         if (!mine.empty()) co_await ctx.recv(actual(vr - limit), scatter_step, mine);

@@ -10,13 +10,15 @@
 // one rank, so it suits few ranks or long blocks, where the binomial tree's
 // forwarding of whole subtrees costs more than it saves.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const gather_args& a) {
     const int p = ctx.size();
@@ -26,10 +28,8 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
         co_await ctx.send(a.root, 0, a.send);
         co_return;
     }
-    const auto at = [&](int rank) {
-        return a.recv.subspan(static_cast<std::size_t>(rank) * block, block);
-    };
-    if (at(a.root).data() != a.send.data()) std::memcpy(at(a.root).data(), a.send.data(), block);
+    const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };
+    copy_unless_same(at(a.root).data(), a.send.data(), block);
     std::vector<request> receives;
     receives.reserve(static_cast<std::size_t>(p - 1));
     for (int peer = 0; peer < p; ++peer)

@@ -17,13 +17,15 @@
 // the tree ends at the root. A non-commutative one needs the true rank
 // order, so the tree ends at rank 0, which sends the result on to the root.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 constexpr std::uint64_t to_root_step = 32; // beyond the tree's rounds (bit numbers)
 
@@ -34,13 +36,13 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
     const bool at_root = r == a.root;
     if (bytes == 0) co_return;
     if (p == 1) {
-        if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
         co_return;
     }
 
     const int top = a.op->commutative ? a.root : 0;
-    const int vr = (r - top + p) % p;
-    const auto actual = [&](int relative) { return (relative + top) % p; };
+    const int vr = relative_rank(r, top, p);
+    const auto actual = [&](int relative) { return actual_rank(relative, top, p); };
 
     // The partial result starts as the user's own data, sent from there if
     // this rank is a leaf. Once something is combined it lives in the root's

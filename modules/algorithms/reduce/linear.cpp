@@ -10,13 +10,15 @@
 // p - 1 vectors, so it only suits few ranks; its strict left-to-right order
 // makes it the reference for any operation, commutative or not.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const reduce_args& a) {
     const int p = ctx.size();
@@ -27,7 +29,7 @@ task<void> linear(const call_context& ctx, const reduce_args& a) {
         co_return;
     }
     if (p == 1) {
-        if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
         co_return;
     }
 

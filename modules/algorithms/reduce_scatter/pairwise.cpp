@@ -17,9 +17,12 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 bool overlap(std::span<const std::byte> x, std::span<const std::byte> y) {
     return !x.empty() && !y.empty() && x.data() < y.data() + y.size() &&
@@ -30,16 +33,13 @@ task<void> pairwise(const call_context& ctx, const reduce_scatter_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
-    std::vector<std::size_t> offset(static_cast<std::size_t>(p) + 1, 0);
-    for (int i = 0; i < p; ++i)
-        offset[i + 1] = offset[i] + a.counts[i] * element;
+    const auto offset = prefix_offsets(a.counts.first(static_cast<std::size_t>(p)), element);
     auto block_of = [&](int b) { return a.send.subspan(offset[b], offset[b + 1] - offset[b]); };
     const std::size_t count = a.counts[static_cast<std::size_t>(r)];
     const std::size_t bytes = count * element;
 
     if (p == 1) {
-        if (a.recv.data() != a.send.data() && bytes)
-            std::memmove(a.recv.data(), a.send.data(), bytes);
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
         co_return;
     }
 

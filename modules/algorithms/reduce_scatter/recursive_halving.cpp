@@ -15,25 +15,24 @@
 // of bytes, so counts per rank may differ. The first round sends straight
 // from the send buffer. (Thakur, Rabenseifner, Gropp 2005.)
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
-    std::vector<std::size_t> offset(static_cast<std::size_t>(p) + 1, 0);
-    for (int i = 0; i < p; ++i)
-        offset[i + 1] = offset[i] + a.counts[i] * element;
+    const auto offset = prefix_offsets(a.counts.first(static_cast<std::size_t>(p)), element);
 
     if (p == 1) {
-        if (a.recv.data() != a.send.data() && !a.recv.empty())
-            std::memmove(a.recv.data(), a.send.data(), a.recv.size());
+        copy_unless_same(a.recv.data(), a.send.data(), a.recv.size());
         co_return;
     }
 

@@ -15,27 +15,26 @@
 // Gropp 2005.)
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> ring(const call_context& ctx, const reduce_scatter_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
-    std::vector<std::size_t> offset(static_cast<std::size_t>(p) + 1, 0);
-    for (int i = 0; i < p; ++i)
-        offset[i + 1] = offset[i] + a.counts[i] * element;
+    const auto offset = prefix_offsets(a.counts.first(static_cast<std::size_t>(p)), element);
     auto count_of = [&](int b) { return a.counts[static_cast<std::size_t>(b)]; };
     auto mine = [&](int b) { return a.send.subspan(offset[b], offset[b + 1] - offset[b]); };
 
     if (p == 1) {
-        if (a.recv.data() != a.send.data() && !a.recv.empty())
-            std::memmove(a.recv.data(), a.send.data(), a.recv.size());
+        copy_unless_same(a.recv.data(), a.send.data(), a.recv.size());
         co_return;
     }
 

@@ -19,35 +19,25 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
 
+using namespace algorithms_detail;
+
 task<void> recursive_doubling(const call_context& ctx, const exscan_args& a) {
     const int p = ctx.size();
-    const int r = ctx.rank();
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0 || p == 1) co_return;
-    std::vector<std::byte> partial(a.send.begin(),
-                                   a.send.begin() + static_cast<std::ptrdiff_t>(bytes));
-    std::vector<std::byte> incoming(bytes);
     bool have_result = false;
-    std::uint64_t round = 0;
-    for (int mask = 1; mask < p; mask <<= 1, ++round) {
-        const int partner = r ^ mask;
-        if (partner >= p) continue;
-        co_await ctx.send_recv(partner, partial, partner, incoming, round);
-        if (partner < r) {
-            a.op->combine(incoming.data(), partial.data(), partial.data(), a.count);
-            if (have_result)
-                a.op->combine(incoming.data(), a.recv.data(), a.recv.data(), a.count);
-            else
-                std::memcpy(a.recv.data(), incoming.data(), bytes);
-            have_result = true;
-        } else {
-            a.op->combine(partial.data(), incoming.data(), partial.data(), a.count);
-        }
-    }
+    co_await prefix_doubling(ctx, *a.op, a.count, a.send, [&](const std::byte* below) {
+        if (have_result)
+            a.op->combine(below, a.recv.data(), a.recv.data(), a.count);
+        else
+            std::memcpy(a.recv.data(), below, bytes);
+        have_result = true;
+    });
 }
 
 const bool registered = register_algorithm<exscan_args>({

@@ -11,13 +11,15 @@
 // latency, but each rank sends and receives one vector only and combines
 // once, so it is the least work in all; useful for small communicators.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const scan_args& a) {
     const int p = ctx.size();
@@ -26,7 +28,7 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
     if (bytes == 0) co_return;
     auto result = a.recv.first(bytes);
     if (r == 0) {
-        if (a.send.data() != a.recv.data()) std::memcpy(result.data(), a.send.data(), bytes);
+        copy_unless_same(result.data(), a.send.data(), bytes);
     } else {
         std::vector<std::byte> prefix(bytes);
         co_await ctx.recv(r - 1, 0, prefix);

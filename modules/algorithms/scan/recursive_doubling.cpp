@@ -17,37 +17,26 @@
 // use them, and there are none. (MPICH's scan; Thakur, Rabenseifner, Gropp
 // 2005.)
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
 
+using namespace algorithms_detail;
+
 task<void> recursive_doubling(const call_context& ctx, const scan_args& a) {
     const int p = ctx.size();
-    const int r = ctx.rank();
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0) co_return;
-    if (a.send.data() != a.recv.data()) std::memcpy(a.recv.data(), a.send.data(), bytes);
+    copy_unless_same(a.recv.data(), a.send.data(), bytes);
     if (p == 1) co_return;
 
-    std::vector<std::byte> partial(a.send.begin(),
-                                   a.send.begin() + static_cast<std::ptrdiff_t>(bytes));
-    std::vector<std::byte> incoming(bytes);
-    std::uint64_t round = 0;
-    for (int mask = 1; mask < p; mask <<= 1, ++round) {
-        const int partner = r ^ mask;
-        if (partner >= p) continue;
-        co_await ctx.send_recv(partner, partial, partner, incoming, round);
-        if (partner < r) {
-            a.op->combine(incoming.data(), partial.data(), partial.data(), a.count);
-            a.op->combine(incoming.data(), a.recv.data(), a.recv.data(), a.count);
-        } else {
-            a.op->combine(partial.data(), incoming.data(), partial.data(), a.count);
-        }
-    }
+    co_await prefix_doubling(ctx, *a.op, a.count, a.send, [&](const std::byte* below) {
+        a.op->combine(below, a.recv.data(), a.recv.data(), a.count);
+    });
 }
 
 const bool registered = register_algorithm<scan_args>({

@@ -19,14 +19,15 @@
 // message is cut in two, which every rank can tell from the root alone.
 
 #include <algorithm>
-#include <cstring>
-#include <utility>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 constexpr std::uint64_t own_block_step = 0;
 constexpr std::uint64_t first_rest_step = 1; // and first_rest_step + 1 for a wrapped part
@@ -37,19 +38,14 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
     const std::size_t block = a.recv.size();
     if (block == 0) co_return;
     if (r == a.root) {
-        const std::byte* own = a.send.data() + static_cast<std::size_t>(r) * block;
-        if (own != a.recv.data()) std::memcpy(a.recv.data(), own, block);
+        copy_unless_same(a.recv.data(), a.send.data() + static_cast<std::size_t>(r) * block, block);
     }
     if (p == 1) co_return;
 
-    const int vr = (r - a.root + p) % p;
-    const auto actual = [&](int relative) { return (relative + a.root) % p; };
+    const int vr = relative_rank(r, a.root, p);
+    const auto actual = [&](int relative) { return actual_rank(relative, a.root, p); };
     const int wrap = p - a.root; // the relative block of rank 0
-
-    int limit = 1;
-    while (limit < p)
-        limit *= 2;
-    if (vr != 0) limit = vr & -vr;
+    const int limit = binomial_extent(vr, p);
     const int end = std::min(vr + limit, p); // my subtree is [vr, end)
 
     // Where relative block j of my subtree (j > vr) lives: in the user's
@@ -66,15 +62,7 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
                                         static_cast<std::size_t>(blocks) * block);
     };
     // The blocks [lo, hi) below a child, cut where they wrap to rank 0.
-    const auto parts = [&](int lo, int hi) {
-        std::vector<std::pair<int, int>> out;
-        if (lo < wrap && wrap < hi) {
-            out = {{lo, wrap}, {wrap, hi}};
-        } else if (lo < hi) {
-            out = {{lo, hi}};
-        }
-        return out;
-    };
+    const auto parts = [&](int lo, int hi) { return unwrapped_runs(lo, hi, wrap); };
 
     if (vr != 0) {
         const int parent = actual(vr - limit);

@@ -10,13 +10,15 @@
 // or long blocks, where the binomial tree's forwarding of whole subtrees
 // costs more than it saves.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const scatter_args& a) {
     const int p = ctx.size();
@@ -26,10 +28,8 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
         co_await ctx.recv(a.root, 0, a.recv);
         co_return;
     }
-    const auto at = [&](int rank) {
-        return a.send.subspan(static_cast<std::size_t>(rank) * block, block);
-    };
-    if (at(a.root).data() != a.recv.data()) std::memcpy(a.recv.data(), at(a.root).data(), block);
+    const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
+    copy_unless_same(a.recv.data(), at(a.root).data(), block);
     std::vector<request> sends;
     sends.reserve(static_cast<std::size_t>(p - 1));
     for (int peer = 0; peer < p; ++peer)

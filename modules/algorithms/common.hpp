@@ -1,0 +1,135 @@
+// Small pieces shared by the pure algorithms in the subfolders: how a vector
+// is cut into pieces, where blocks of given counts start, binomial trees over
+// ranks renumbered from the root, and the local copies around in-place calls.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/call_context.hpp"
+#include "core/reduction.hpp"
+#include "core/task.hpp"
+
+namespace tutti::algorithms_detail {
+
+// Copies unless the data is already there (in place); memmove, as a send
+// buffer may also overlap the receive buffer without starting at the same byte.
+inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t bytes) {
+    if (bytes && to != from) std::memmove(to, from, bytes);
+}
+
+// Where piece i starts when n units are cut into `pieces` nearly equal pieces:
+// the first n mod pieces are one unit longer, so piece 0 is the largest and
+// pieces are empty only when n < pieces.
+inline std::size_t even_piece_start(std::size_t n, std::size_t pieces, int i) {
+    const auto u = static_cast<std::size_t>(i);
+    return u * (n / pieces) + std::min(u, n % pieces);
+}
+
+// Blocks [first, first + n) of a buffer laid out as equal blocks, one per
+// rank, so that rank-indexed arithmetic is written (and checked) once.
+template <typename T>
+std::span<T> blocks_of(std::span<T> buffer, std::size_t block, int first, int n = 1) {
+    return buffer.subspan(static_cast<std::size_t>(first) * block,
+                          static_cast<std::size_t>(n) * block);
+}
+
+// Byte offsets of consecutive blocks of counts[i] elements each: block i is
+// [offsets[i], offsets[i + 1]), and offsets.back() is the total.
+inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> counts,
+                                               std::size_t element) {
+    std::vector<std::size_t> offsets(counts.size() + 1, 0);
+    for (std::size_t i = 0; i < counts.size(); ++i)
+        offsets[i + 1] = offsets[i] + counts[i] * element;
+    return offsets;
+}
+
+// In place, received data would overwrite data not yet sent, so the send
+// side is read from a copy kept in `saved`; otherwise straight from send.
+inline std::span<const std::byte> send_side(std::span<const std::byte> send,
+                                            std::span<const std::byte> recv,
+                                            std::vector<std::byte>& saved) {
+    if (send.empty() || send.data() != recv.data()) return send;
+    saved.assign(send.begin(), send.end());
+    return saved;
+}
+
+// The largest power of two <= p (p >= 1): the ranks that take part in the
+// recursive steps once the other p - p' ranks have been folded in.
+inline int power_of_two_floor(int p) {
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    return pof2;
+}
+
+// The real rank of folded rank `folded`, when the first 2 * extra ranks were
+// paired up (even r into r + 1) and the rest renumbered r - extra.
+inline int unfolded_rank(int folded, int extra) {
+    return folded < extra ? folded * 2 + 1 : folded + extra;
+}
+
+// Ranks renumbered so that `root` is 0, the numbering binomial trees use.
+inline int relative_rank(int rank, int root, int p) {
+    return (rank - root + p) % p;
+}
+inline int actual_rank(int relative, int root, int p) {
+    return (relative + root) % p;
+}
+
+// A binomial tree over relative ranks: vr's subtree is [vr, vr + extent),
+// extent its lowest set bit (the root's: p rounded up to a power of two); its
+// parent is vr - extent and its children vr + extent / 2, vr + extent / 4, ...
+inline int binomial_extent(int vr, int p) {
+    if (vr != 0) return vr & -vr;
+    int extent = 1;
+    while (extent < p)
+        extent *= 2;
+    return extent;
+}
+
+// The relative blocks [lo, hi) as contiguous runs in rank order: cut in two
+// where they wrap from rank p - 1 to rank 0 (relative block `wrap`).
+inline std::vector<std::pair<int, int>> unwrapped_runs(int lo, int hi, int wrap) {
+    std::vector<std::pair<int, int>> out;
+    if (lo < wrap && wrap < hi) {
+        out = {{lo, wrap}, {wrap, hi}};
+    } else if (lo < hi) {
+        out = {{lo, hi}};
+    }
+    return out;
+}
+
+// The recursive-doubling rounds scan and exscan share: in round k rank r
+// exchanges with r xor 2^k `partial`, the reduction over its aligned block of
+// 2^k ranks (initially its own data). A reduction from a lower partner is that
+// of the block just below: it goes to from_lower(incoming), then on the left
+// of partial; one from a higher partner only extends partial, on the right.
+template <typename FromLower>
+task<void> prefix_doubling(const call_context& ctx, const reduction_op& op, std::size_t count,
+                           std::span<const std::byte> own, FromLower from_lower) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const auto bytes = count * op.element_size;
+    std::vector<std::byte> partial(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(bytes));
+    std::vector<std::byte> incoming(bytes);
+    std::uint64_t round = 0;
+    for (int mask = 1; mask < p; mask <<= 1, ++round) {
+        const int partner = r ^ mask;
+        if (partner >= p) continue;
+        co_await ctx.send_recv(partner, partial, partner, incoming, round);
+        if (partner < r) {
+            op.combine(incoming.data(), partial.data(), partial.data(), count);
+            from_lower(incoming.data());
+        } else {
+            op.combine(partial.data(), incoming.data(), partial.data(), count);
+        }
+    }
+}
+
+} // namespace tutti::algorithms_detail
