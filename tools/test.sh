@@ -1,31 +1,69 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing and builds (tools/setup.sh),
-# runs every test program through `meson test`, and ends with one line
-# "N passed, N failed" that adds up the doctest test cases of all programs.
+# runs every test program through `meson test` twice, in the normal build
+# (build/) and in a build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-sanitize/), and ends with one line "N passed, N failed" that adds up
+# the doctest test cases of every program in both.
+#
+#   bash tools/test.sh                    both builds
+#   bash tools/test.sh --no-sanitizers    the normal build only (quicker)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+sanitizers=1
+case ${1:-} in
+--no-sanitizers) sanitizers=0 ;;
+"") ;;
+-h | --help)
+    sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+*)
+    echo "test.sh: unknown option '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
+
 bash tools/setup.sh
+builds=(build)
+if [[ $sanitizers -eq 1 ]]; then
+    if [[ ! -f build-sanitize/meson-private/coredata.dat ]]; then
+        meson setup build-sanitize --native-file meson/clang-19.ini \
+            -Db_sanitize=address,undefined -Db_lundef=false
+    fi
+    meson compile -C build-sanitize
+    builds+=(build-sanitize)
+fi
 
 output=$(mktemp)
 trap 'rm -f "$output"' EXIT
 status=0
-meson test -C build --print-errorlogs 2>&1 | tee "$output" || status=$?
+passed=0 failed=0 skipped=0
+for b in "${builds[@]}"; do
+    echo "== tests in $b"
+    # A sanitizer finding makes the program fail, never just print.
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C "$b" --print-errorlogs 2>&1 | tee "$output" || status=$?
 
-# Every doctest program ends with "[doctest] test cases: N | P passed | F failed | S skipped".
-read -r passed failed skipped < <(awk -F'|' '
-    /^\[doctest\] test cases:/ {
-        for (i = 2; i <= NF; i++) {
-            n = $i; gsub(/[^0-9]/, "", n)
-            if ($i ~ /passed/) p += n; else if ($i ~ /failed/) f += n; else if ($i ~ /skipped/) s += n
+    # Every doctest program ends with "[doctest] test cases: N | P passed | F failed | S skipped".
+    read -r p f s < <(awk -F'|' '
+        /^\[doctest\] test cases:/ {
+            for (i = 2; i <= NF; i++) {
+                n = $i; gsub(/[^0-9]/, "", n)
+                if ($i ~ /passed/) p += n; else if ($i ~ /failed/) f += n; else if ($i ~ /skipped/) s += n
+            }
         }
-    }
-    END { printf "%d %d %d\n", p, f, s }' build/meson-logs/testlog.txt)
+        END { printf "%d %d %d\n", p, f, s }' "$b/meson-logs/testlog.txt")
+    # A program that crashed or timed out printed no summary: count it as failed.
+    crashed=$(awk '/^(Fail|Timeout):/ { n += $2 } END { print n + 0 }' "$output")
+    if [[ $crashed -gt 0 && $f -eq 0 ]]; then
+        f=$crashed
+    fi
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+done
 
-# A program that crashed or timed out printed no summary: count it as failed.
-crashed=$(awk '/^(Fail|Timeout):/ { n += $2 } END { print n + 0 }' "$output")
 if [[ $status -ne 0 && $failed -eq 0 ]]; then
-    failed=$((crashed > 0 ? crashed : 1))
+    failed=1 # meson failed without any program failing: count that once
 fi
 
 echo
