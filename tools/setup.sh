@@ -13,12 +13,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # libclang-rt-19-dev: the sanitizer runtimes, for -Db_sanitize=... builds.
 # libpmix-dev and openmpi-bin: joining jobs started by mpirun (PMIx), tested.
 # libopenmpi-dev, mpich, libmpich-dev: the MPI reference benchmarks.
+# libssl-dev: libcrypto's HMAC, with which TCP connections prove the job secret.
 packages=(
     clang-19 libclang-rt-19-dev meson ninja-build pkg-config
     libasio-dev libboost-serialization-dev libfmt-dev
     doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev
     clang-format
     libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
+    libssl-dev
 )
 
 usage() {
