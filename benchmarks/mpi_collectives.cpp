@@ -34,8 +34,8 @@ double time_one(const std::string& collective, std::vector<std::int64_t>& send,
     } else if (collective == "barrier") {
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (collective == "all_to_all") {
-        MPI_Alltoall(send.data(), count / size, MPI_INT64_T, recv.data(), count / size,
-                     MPI_INT64_T, MPI_COMM_WORLD);
+        MPI_Alltoall(send.data(), count / size, MPI_INT64_T, recv.data(), count / size, MPI_INT64_T,
+                     MPI_COMM_WORLD);
     } else if (collective == "all_gather") {
         MPI_Allgather(send.data(), count / size, MPI_INT64_T, recv.data(), count / size,
                       MPI_INT64_T, MPI_COMM_WORLD);
@@ -54,13 +54,13 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3) {
-        if (rank == 0)
-            std::fprintf(stderr, "usage: %s COLLECTIVE BYTES...\n", argv[0]);
+        if (rank == 0) std::fprintf(stderr, "usage: %s COLLECTIVE BYTES...\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
     const std::string collective = argv[1];
-    if (rank == 0) std::printf("%-12s %12s %12s %12s\n", "collective", "bytes", "latency_us", "algbw_GB/s");
+    if (rank == 0)
+        std::printf("%-12s %12s %12s %12s\n", "collective", "bytes", "latency_us", "algbw_GB/s");
     for (int a = 2; a < argc; ++a) {
         const std::size_t bytes = std::strtoull(argv[a], nullptr, 10);
         std::size_t count = bytes / 8;
@@ -68,9 +68,11 @@ int main(int argc, char** argv) {
             count = count / static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
         std::vector<std::int64_t> send(count, rank + 1), recv(count);
         const int iterations = iterations_for(bytes);
-        for (int i = 0; i < iterations / 10 + 1; ++i) time_one(collective, send, recv, size);
+        for (int i = 0; i < iterations / 10 + 1; ++i)
+            time_one(collective, send, recv, size);
         double total = 0;
-        for (int i = 0; i < iterations; ++i) total += time_one(collective, send, recv, size);
+        for (int i = 0; i < iterations; ++i)
+            total += time_one(collective, send, recv, size);
         double mean = total / iterations, worst = 0;
         MPI_Reduce(&mean, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0)

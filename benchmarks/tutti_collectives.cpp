@@ -46,8 +46,7 @@ tutti::task<double> time_one(const tutti::communicator& world, const std::string
     else if (collective == "reduce_scatter") {
         auto block = std::span(recv).first(send.size() / static_cast<std::size_t>(world.size()));
         co_await tutti::reduce_scatter(world, send, block, tutti::sum, chosen);
-    }
-    else
+    } else
         throw tutti::error(tutti::errc::invalid_argument, "unknown collective " + collective);
     co_return std::chrono::duration<double>(clock::now() - start).count();
 }

@@ -9,11 +9,16 @@ namespace tutti {
 
 std::string_view to_string(algorithm_kind k) noexcept {
     switch (k) {
-    case algorithm_kind::pure: return "pure";
-    case algorithm_kind::algorithmic: return "algorithmic composition";
-    case algorithm_kind::hierarchical: return "hierarchical composition";
-    case algorithm_kind::pipelined: return "pipelined composition";
-    case algorithm_kind::state: return "state composition";
+    case algorithm_kind::pure:
+        return "pure";
+    case algorithm_kind::algorithmic:
+        return "algorithmic composition";
+    case algorithm_kind::hierarchical:
+        return "hierarchical composition";
+    case algorithm_kind::pipelined:
+        return "pipelined composition";
+    case algorithm_kind::state:
+        return "state composition";
     }
     return "unknown";
 }
@@ -49,8 +54,8 @@ std::string catalog::names(collective kind) const {
 
 void catalog::check_new_name(const algorithm_info& info) const {
     if (info.name.empty() || info.name == "auto")
-        throw error(errc::invalid_argument,
-                    fmt::format("'{}' cannot name a {} algorithm", info.name, to_string(info.kind)));
+        throw error(errc::invalid_argument, fmt::format("'{}' cannot name a {} algorithm",
+                                                        info.name, to_string(info.kind)));
     for (auto* other : infos_)
         if (other->kind == info.kind && other->name == info.name)
             throw error(errc::invalid_argument,

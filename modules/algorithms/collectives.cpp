@@ -8,7 +8,8 @@ void count_error(collective kind, const std::string& what) {
 
 std::size_t largest(const std::vector<std::vector<std::byte>>& values) {
     std::size_t most = 0;
-    for (const auto& v : values) most = std::max(most, v.size());
+    for (const auto& v : values)
+        most = std::max(most, v.size());
     return most;
 }
 
@@ -19,7 +20,8 @@ std::vector<std::byte> pack_padded(const std::vector<std::vector<std::byte>>& va
     for (std::size_t i = 0; i < values.size(); ++i) {
         std::uint64_t length = values[i].size();
         std::memcpy(packed.data() + i * stride, &length, sizeof length);
-        if (length) std::memcpy(packed.data() + i * stride + sizeof length, values[i].data(), length);
+        if (length)
+            std::memcpy(packed.data() + i * stride + sizeof length, values[i].data(), length);
     }
     return packed;
 }
@@ -39,8 +41,8 @@ std::span<const std::byte> unpack_padded(std::span<const std::byte> block) {
 task<std::uint64_t> agree_on_block(const call_context& call, std::uint64_t mine) {
     std::uint64_t most = 0;
     auto op = erase_operation<std::uint64_t>(tutti::max);
-    all_reduce_args args{std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(&most, 1)),
-                         1, &op};
+    all_reduce_args args{std::as_bytes(std::span(&mine, 1)),
+                         std::as_writable_bytes(std::span(&most, 1)), 1, &op};
     co_await run_phase(call, 0, args,
                        signature_for(collective::all_reduce, call.comm(), 8, 1, op, false), "");
     co_return most;

@@ -50,8 +50,7 @@ inline bool same_memory(std::span<const std::byte> a, std::span<const std::byte>
 
 [[noreturn]] void count_error(collective kind, const std::string& what);
 
-inline call_signature signature_for(collective kind, const communicator& comm,
-                                    std::size_t bytes) {
+inline call_signature signature_for(collective kind, const communicator& comm, std::size_t bytes) {
     return {.kind = kind, .comm_size = comm.size(), .bytes = bytes};
 }
 
@@ -107,8 +106,9 @@ task<void> broadcast(communicator comm, R& data, Options... options) {
 // One value: trivially copyable ones as bytes, others serialized (their size
 // need not be known outside the root).
 template <class T, call_option... Options>
-    requires(!byte_range<T> && (trivially_copyable<T> || serializable<T>))
-task<void> broadcast(communicator comm, T& value, Options... options) {
+requires(!byte_range<T> && (trivially_copyable<T> ||
+                            serializable<T>)) task<void> broadcast(communicator comm, T& value,
+                                                                   Options... options) {
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::broadcast, o.root);
     auto call = detail::begin_call(comm, collective::broadcast, o);
@@ -137,9 +137,9 @@ task<void> broadcast(communicator comm, T& value, Options... options) {
 
 // recv gets the reduction at the root (elsewhere it may be empty).
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::reduce, o.root);
@@ -152,24 +152,25 @@ task<void> reduce(communicator comm, const In& send, Out& recv, Op op, Options..
     auto call = detail::begin_call(comm, collective::reduce, o);
     auto erased = erase_operation<T>(op);
     reduce_args args{bytes_of(send), writable_bytes_of(recv), count, &erased, o.root};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::reduce, comm, count * sizeof(T), count, erased,
-                              detail::same_memory(args.send, args.recv)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::reduce, comm, count * sizeof(T),
+                                                     count, erased,
+                                                     detail::same_memory(args.send, args.recv)),
+                               o.algorithm);
 }
 
 // In place: data holds the contribution, and the result at the root.
 template <byte_range R, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<R>>
-task<void> reduce(communicator comm, R& data, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>> task<void> reduce(communicator comm, R& data,
+                                                                    Op op, Options... options) {
     co_await reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> all_reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> all_reduce(communicator comm, const In& send, Out& recv, Op op,
+                              Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     const std::size_t count = std::ranges::size(send);
@@ -180,16 +181,16 @@ task<void> all_reduce(communicator comm, const In& send, Out& recv, Op op, Optio
     auto call = detail::begin_call(comm, collective::all_reduce, o);
     auto erased = erase_operation<T>(op);
     all_reduce_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::all_reduce, comm, count * sizeof(T), count, erased,
-                              detail::same_memory(args.send, args.recv)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::all_reduce, comm,
+                                                     count * sizeof(T), count, erased,
+                                                     detail::same_memory(args.send, args.recv)),
+                               o.algorithm);
 }
 
 template <byte_range R, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<R>>
-task<void> all_reduce(communicator comm, R& data, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>> task<void> all_reduce(communicator comm, R& data,
+                                                                        Op op, Options... options) {
     co_await all_reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
@@ -197,8 +198,8 @@ task<void> all_reduce(communicator comm, R& data, Op op, Options... options) {
 
 // recv (at the root) gets size() blocks of send's length, in rank order.
 template <byte_range In, byte_range Out, call_option... Options>
-    requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> gather(communicator comm, const In& send, Out& recv, Options... options) {
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
+gather(communicator comm, const In& send, Out& recv, Options... options) {
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::gather, o.root);
     const std::size_t block = std::ranges::size(send);
@@ -212,15 +213,15 @@ task<void> gather(communicator comm, const In& send, Out& recv, Options... optio
     gather_args args{bytes_of(send), writable_bytes_of(recv), o.root};
     co_await detail::run_phase(
         call, 0, args,
-        detail::signature_for(collective::gather, comm,
-                              block * n * sizeof(detail::element_of<In>)),
+        detail::signature_for(collective::gather, comm, block * n * sizeof(detail::element_of<In>)),
         o.algorithm);
 }
 
 // Every rank's value, in rank order, at the root (empty elsewhere).
 template <class T, call_option... Options>
-    requires(trivially_copyable<T> || serializable<T>)
-task<std::vector<T>> gather(communicator comm, const T& value, Options... options) {
+requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(communicator comm,
+                                                                               const T& value,
+                                                                               Options... options) {
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::gather, o.root);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -230,9 +231,9 @@ task<std::vector<T>> gather(communicator comm, const T& value, Options... option
         if (comm.rank() == o.root) out.resize(n);
         gather_args args{detail::bytes_of_value(value), std::as_writable_bytes(std::span(out)),
                          o.root};
-        co_await detail::run_phase(
-            call, 0, args, detail::signature_for(collective::gather, comm, n * sizeof(T)),
-            o.algorithm);
+        co_await detail::run_phase(call, 0, args,
+                                   detail::signature_for(collective::gather, comm, n * sizeof(T)),
+                                   o.algorithm);
     } else {
         auto mine = serialize(value);
         const auto block = co_await detail::agree_on_block(call, mine.size());
@@ -245,17 +246,17 @@ task<std::vector<T>> gather(communicator comm, const T& value, Options... option
         if (comm.rank() == o.root) {
             out.resize(n);
             for (std::size_t r = 0; r < n; ++r)
-                deserialize(detail::unpack_padded(std::span(all).subspan(r * packed.size(),
-                                                                         packed.size())),
-                            out[r]);
+                deserialize(
+                    detail::unpack_padded(std::span(all).subspan(r * packed.size(), packed.size())),
+                    out[r]);
         }
     }
     co_return out;
 }
 
 template <byte_range In, byte_range Out, call_option... Options>
-    requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> all_gather(communicator comm, const In& send, Out& recv, Options... options) {
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
+all_gather(communicator comm, const In& send, Out& recv, Options... options) {
     auto o = detail::make_options(options...);
     const std::size_t block = std::ranges::size(send);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -266,16 +267,16 @@ task<void> all_gather(communicator comm, const In& send, Out& recv, Options... o
                                         std::ranges::size(recv), n, block, block * n));
     auto call = detail::begin_call(comm, collective::all_gather, o);
     all_gather_args args{bytes_of(send), writable_bytes_of(recv)};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::all_gather, comm,
-                              block * n * sizeof(detail::element_of<In>)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::all_gather, comm,
+                                                     block * n * sizeof(detail::element_of<In>)),
+                               o.algorithm);
 }
 
 template <class T, call_option... Options>
-    requires(trivially_copyable<T> || serializable<T>)
-task<std::vector<T>> all_gather(communicator comm, const T& value, Options... options) {
+requires(trivially_copyable<T> ||
+         serializable<T>) task<std::vector<T>> all_gather(communicator comm, const T& value,
+                                                          Options... options) {
     auto o = detail::make_options(options...);
     const auto n = static_cast<std::size_t>(comm.size());
     auto call = detail::begin_call(comm, collective::all_gather, o);
@@ -291,9 +292,9 @@ task<std::vector<T>> all_gather(communicator comm, const T& value, Options... op
         auto packed = detail::pack_padded({mine}, block);
         std::vector<std::byte> all(packed.size() * n);
         all_gather_args args{packed, all};
-        co_await detail::run_phase(
-            call, 1, args, detail::signature_for(collective::all_gather, comm, all.size()),
-            o.algorithm);
+        co_await detail::run_phase(call, 1, args,
+                                   detail::signature_for(collective::all_gather, comm, all.size()),
+                                   o.algorithm);
         for (std::size_t r = 0; r < n; ++r)
             deserialize(
                 detail::unpack_padded(std::span(all).subspan(r * packed.size(), packed.size())),
@@ -306,8 +307,8 @@ task<std::vector<T>> all_gather(communicator comm, const T& value, Options... op
 
 // send (at the root; ignored elsewhere) holds size() blocks of recv's length.
 template <byte_range In, byte_range Out, call_option... Options>
-    requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> scatter(communicator comm, const In& send, Out& recv, Options... options) {
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
+scatter(communicator comm, const In& send, Out& recv, Options... options) {
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::scatter, o.root);
     const std::size_t block = std::ranges::size(recv);
@@ -319,17 +320,17 @@ task<void> scatter(communicator comm, const In& send, Out& recv, Options... opti
                                         std::ranges::size(send), n, block, block * n));
     auto call = detail::begin_call(comm, collective::scatter, o);
     scatter_args args{bytes_of(send), writable_bytes_of(recv), o.root};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::scatter, comm,
-                              block * n * sizeof(detail::element_of<Out>)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::scatter, comm,
+                                                     block * n * sizeof(detail::element_of<Out>)),
+                               o.algorithm);
 }
 
 // values (at the root) holds one value per rank; each rank gets its own.
 template <class T, call_option... Options>
-    requires(trivially_copyable<T> || serializable<T>)
-task<T> scatter(communicator comm, const std::vector<T>& values, Options... options) {
+requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator comm,
+                                                                   const std::vector<T>& values,
+                                                                   Options... options) {
     auto o = detail::make_options(options...);
     detail::check_root(comm, collective::scatter, o.root);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -344,13 +345,14 @@ task<T> scatter(communicator comm, const std::vector<T>& values, Options... opti
     if constexpr (trivially_copyable<T>) {
         scatter_args args{std::as_bytes(std::span(values)), detail::writable_bytes_of_value(mine),
                           o.root};
-        co_await detail::run_phase(
-            call, 0, args, detail::signature_for(collective::scatter, comm, n * sizeof(T)),
-            o.algorithm);
+        co_await detail::run_phase(call, 0, args,
+                                   detail::signature_for(collective::scatter, comm, n * sizeof(T)),
+                                   o.algorithm);
     } else {
         std::vector<std::vector<std::byte>> serialized;
         if (at_root)
-            for (const auto& v : values) serialized.push_back(serialize(v));
+            for (const auto& v : values)
+                serialized.push_back(serialize(v));
         std::uint64_t block = detail::largest(serialized);
         broadcast_args size_args{detail::writable_bytes_of_value(block), o.root};
         co_await detail::run_phase(call, 0, size_args,
@@ -359,9 +361,9 @@ task<T> scatter(communicator comm, const std::vector<T>& values, Options... opti
         if (at_root) packed = detail::pack_padded(serialized, block);
         std::vector<std::byte> own(block + sizeof(std::uint64_t));
         scatter_args args{packed, own, o.root};
-        co_await detail::run_phase(
-            call, 1, args, detail::signature_for(collective::scatter, comm, own.size() * n),
-            o.algorithm);
+        co_await detail::run_phase(call, 1, args,
+                                   detail::signature_for(collective::scatter, comm, own.size() * n),
+                                   o.algorithm);
         deserialize(detail::unpack_padded(own), mine);
     }
     co_return mine;
@@ -372,8 +374,8 @@ task<T> scatter(communicator comm, const std::vector<T>& values, Options... opti
 // send holds size() equal blocks, block j for rank j; recv gets block i from
 // rank i. send and recv have the same length.
 template <byte_range In, byte_range Out, call_option... Options>
-    requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
+all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
     auto o = detail::make_options(options...);
     const std::size_t count = std::ranges::size(send);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -389,15 +391,14 @@ task<void> all_to_all(communicator comm, const In& send, Out& recv, Options... o
     auto call = detail::begin_call(comm, collective::all_to_all, o);
     all_to_all_args args{bytes_of(send), writable_bytes_of(recv)};
     co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::all_to_all, comm, args.send.size()), o.algorithm);
+        call, 0, args, detail::signature_for(collective::all_to_all, comm, args.send.size()),
+        o.algorithm);
 }
 
 // values[j] goes to rank j; the result's [i] came from rank i.
 template <class T, call_option... Options>
-    requires(trivially_copyable<T> || serializable<T>)
-task<std::vector<T>> all_to_all(communicator comm, const std::vector<T>& values,
-                                Options... options) {
+requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> all_to_all(
+    communicator comm, const std::vector<T>& values, Options... options) {
     const auto n = static_cast<std::size_t>(comm.size());
     if (values.size() != n)
         detail::count_error(collective::all_to_all,
@@ -414,7 +415,8 @@ task<std::vector<T>> all_to_all(communicator comm, const std::vector<T>& values,
             o.algorithm);
     } else {
         std::vector<std::vector<std::byte>> serialized;
-        for (const auto& v : values) serialized.push_back(serialize(v));
+        for (const auto& v : values)
+            serialized.push_back(serialize(v));
         const auto block = co_await detail::agree_on_block(call, detail::largest(serialized));
         auto packed = detail::pack_padded(serialized, block);
         std::vector<std::byte> received(packed.size());
@@ -434,9 +436,9 @@ task<std::vector<T>> all_to_all(communicator comm, const std::vector<T>& values,
 // rank i, in order. Each rank's send_counts[j] must equal rank j's
 // recv_counts[i].
 template <byte_range In, byte_range Out, call_option... Options>
-    requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> all_to_allv(communicator comm, const In& send, std::span<const std::size_t> send_counts,
-                       Out& recv, std::span<const std::size_t> recv_counts, Options... options) {
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
+all_to_allv(communicator comm, const In& send, std::span<const std::size_t> send_counts, Out& recv,
+            std::span<const std::size_t> recv_counts, Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -472,10 +474,8 @@ task<void> all_to_allv(communicator comm, const In& send, std::span<const std::s
 // per_peer[j] goes to rank j; the result's [i] came from rank i. Lengths may
 // differ per peer and per rank: they are exchanged first.
 template <class T, call_option... Options>
-    requires(trivially_copyable<T> || serializable<T>)
-task<std::vector<std::vector<T>>> all_to_allv(communicator comm,
-                                              const std::vector<std::vector<T>>& per_peer,
-                                              Options... options) {
+requires(trivially_copyable<T> || serializable<T>) task<std::vector<std::vector<T>>> all_to_allv(
+    communicator comm, const std::vector<std::vector<T>>& per_peer, Options... options) {
     const auto n = static_cast<std::size_t>(comm.size());
     if (per_peer.size() != n)
         detail::count_error(collective::all_to_allv,
@@ -493,7 +493,8 @@ task<std::vector<std::vector<T>>> all_to_allv(communicator comm,
         }
     }
     std::vector<std::uint64_t> send_bytes(n), recv_bytes(n);
-    for (std::size_t j = 0; j < n; ++j) send_bytes[j] = outgoing[j].size();
+    for (std::size_t j = 0; j < n; ++j)
+        send_bytes[j] = outgoing[j].size();
     all_to_all_args size_args{std::as_bytes(std::span(send_bytes)),
                               std::as_writable_bytes(std::span(recv_bytes))};
     co_await detail::run_phase(call, 0, size_args,
@@ -538,17 +539,17 @@ task<std::vector<std::vector<T>>> all_to_allv(communicator comm,
 // send holds counts[0] + ... + counts[size()-1] elements; rank r receives in
 // recv (counts[r] elements) the reduction of its part.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> reduce_scatter(communicator comm, const In& send, Out& recv,
-                          std::span<const std::size_t> counts, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> reduce_scatter(communicator comm, const In& send, Out& recv,
+                                  std::span<const std::size_t> counts, Op op, Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     const auto n = static_cast<std::size_t>(comm.size());
     if (counts.size() != n)
-        detail::count_error(collective::reduce_scatter,
-                            fmt::format("{} counts given for {} ranks; give one per rank",
-                                        counts.size(), n));
+        detail::count_error(
+            collective::reduce_scatter,
+            fmt::format("{} counts given for {} ranks; give one per rank", counts.size(), n));
     const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
     if (std::ranges::size(send) != total)
         detail::count_error(collective::reduce_scatter,
@@ -566,17 +567,17 @@ task<void> reduce_scatter(communicator comm, const In& send, Out& recv,
     reduce_scatter_args args{bytes_of(send), writable_bytes_of(recv), counts, &erased};
     auto signature = detail::signature_for(collective::reduce_scatter, comm, total * sizeof(T),
                                            total, erased, false);
-    signature.equal_counts = std::all_of(counts.begin(), counts.end(),
-                                         [&](std::size_t c) { return c == counts[0]; });
+    signature.equal_counts =
+        std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
     co_await detail::run_phase(call, 0, args, signature, o.algorithm);
 }
 
 // Equal blocks: send holds size() blocks of recv's length.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> reduce_scatter(communicator comm, const In& send, Out& recv, Op op,
-                          Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> reduce_scatter(communicator comm, const In& send, Out& recv, Op op,
+                                  Options... options) {
     const auto n = static_cast<std::size_t>(comm.size());
     const std::size_t block = std::ranges::size(recv);
     if (std::ranges::size(send) != block * n)
@@ -593,9 +594,9 @@ task<void> reduce_scatter(communicator comm, const In& send, Out& recv, Op op,
 
 // recv on rank r gets x0 op ... op xr.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     const std::size_t count = std::ranges::size(send);
@@ -606,24 +607,24 @@ task<void> scan(communicator comm, const In& send, Out& recv, Op op, Options... 
     auto call = detail::begin_call(comm, collective::scan, o);
     auto erased = erase_operation<T>(op);
     scan_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::scan, comm, count * sizeof(T), count, erased,
-                              detail::same_memory(args.send, args.recv)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::scan, comm, count * sizeof(T),
+                                                     count, erased,
+                                                     detail::same_memory(args.send, args.recv)),
+                               o.algorithm);
 }
 
 template <byte_range R, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<R>>
-task<void> scan(communicator comm, R& data, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>> task<void> scan(communicator comm, R& data, Op op,
+                                                                  Options... options) {
     co_await scan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 // recv on rank r > 0 gets x0 op ... op x(r-1); rank 0's recv is unchanged.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<In>> &&
-             std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-task<void> exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<In>> &&
+    std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+        task<void> exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
     auto o = detail::make_options(options...);
     const std::size_t count = std::ranges::size(send);
@@ -634,16 +635,16 @@ task<void> exscan(communicator comm, const In& send, Out& recv, Op op, Options..
     auto call = detail::begin_call(comm, collective::exscan, o);
     auto erased = erase_operation<T>(op);
     exscan_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::exscan, comm, count * sizeof(T), count, erased,
-                              detail::same_memory(args.send, args.recv)),
-        o.algorithm);
+    co_await detail::run_phase(call, 0, args,
+                               detail::signature_for(collective::exscan, comm, count * sizeof(T),
+                                                     count, erased,
+                                                     detail::same_memory(args.send, args.recv)),
+                               o.algorithm);
 }
 
 template <byte_range R, class Op, call_option... Options>
-    requires operation_for<Op, detail::element_of<R>>
-task<void> exscan(communicator comm, R& data, Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>> task<void> exscan(communicator comm, R& data,
+                                                                    Op op, Options... options) {
     co_await exscan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 

@@ -36,16 +36,24 @@ struct call_options {
 
 template <class T>
 concept call_option = std::is_same_v<std::remove_cvref_t<T>, tutti::generation> ||
-                      std::is_same_v<std::remove_cvref_t<T>, tutti::root> ||
-                      std::is_same_v<std::remove_cvref_t<T>, tutti::use> ||
-                      std::is_same_v<std::remove_cvref_t<T>, call_options>;
+    std::is_same_v<std::remove_cvref_t<T>, tutti::root> ||
+    std::is_same_v<std::remove_cvref_t<T>, tutti::use> ||
+    std::is_same_v<std::remove_cvref_t<T>, call_options>;
 
 namespace detail {
 
-inline void apply_option(call_options& o, const tutti::generation& g) { o.generation = g.value; }
-inline void apply_option(call_options& o, const tutti::root& r) { o.root = r.value; }
-inline void apply_option(call_options& o, const tutti::use& u) { o.algorithm = u.name; }
-inline void apply_option(call_options& o, const call_options& given) { o = given; }
+inline void apply_option(call_options& o, const tutti::generation& g) {
+    o.generation = g.value;
+}
+inline void apply_option(call_options& o, const tutti::root& r) {
+    o.root = r.value;
+}
+inline void apply_option(call_options& o, const tutti::use& u) {
+    o.algorithm = u.name;
+}
+inline void apply_option(call_options& o, const call_options& given) {
+    o = given;
+}
 
 template <call_option... Options>
 call_options make_options(const Options&... options) {

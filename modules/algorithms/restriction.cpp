@@ -6,13 +6,20 @@ namespace tutti {
 
 std::string_view to_string(restriction r) noexcept {
     switch (r) {
-    case restriction::power_of_two: return "power_of_two";
-    case restriction::commutative_op: return "commutative_op";
-    case restriction::builtin_op: return "builtin_op";
-    case restriction::in_place: return "in_place";
-    case restriction::not_in_place: return "not_in_place";
-    case restriction::equal_counts: return "equal_counts";
-    case restriction::count_at_least_size: return "count_at_least_size";
+    case restriction::power_of_two:
+        return "power_of_two";
+    case restriction::commutative_op:
+        return "commutative_op";
+    case restriction::builtin_op:
+        return "builtin_op";
+    case restriction::in_place:
+        return "in_place";
+    case restriction::not_in_place:
+        return "not_in_place";
+    case restriction::equal_counts:
+        return "equal_counts";
+    case restriction::count_at_least_size:
+        return "count_at_least_size";
     }
     return "unknown";
 }

@@ -13,12 +13,12 @@
 namespace tutti {
 
 enum class restriction {
-    power_of_two,     // communicator size is a power of two
-    commutative_op,   // the reduction is commutative
-    builtin_op,       // the reduction is one of tutti's own
-    in_place,         // send and receive buffers are the same memory
-    not_in_place,     // they are not
-    equal_counts,     // every rank contributes the same number of elements
+    power_of_two,        // communicator size is a power of two
+    commutative_op,      // the reduction is commutative
+    builtin_op,          // the reduction is one of tutti's own
+    in_place,            // send and receive buffers are the same memory
+    not_in_place,        // they are not
+    equal_counts,        // every rank contributes the same number of elements
     count_at_least_size, // at least one element per rank (to split the data)
 };
 
@@ -29,8 +29,8 @@ std::string_view to_string(restriction r) noexcept;
 struct call_signature {
     collective kind = collective::barrier;
     int comm_size = 1;
-    std::size_t bytes = 0;      // the largest buffer of the call on any rank, as declared
-    std::size_t count = 0;      // elements per rank for reductions
+    std::size_t bytes = 0; // the largest buffer of the call on any rank, as declared
+    std::size_t count = 0; // elements per rank for reductions
     bool has_op = false;
     bool commutative = true;
     bool builtin_op = true;

@@ -28,8 +28,7 @@ call_context call_context::phase(unsigned index, std::string_view algorithm) con
     return sub;
 }
 
-message_header call_context::header(int world_source, std::uint64_t step,
-                                    std::size_t bytes) const {
+message_header call_context::header(int world_source, std::uint64_t step, std::size_t bytes) const {
     if (step >= max_steps)
         throw error(errc::invalid_argument,
                     fmt::format("algorithm step {} is beyond the limit {}", step, max_steps));
@@ -57,8 +56,7 @@ request call_context::irecv_any_size(int peer, std::uint64_t step) const {
     return comm_.transport().irecv_any_size(header(comm_.world_rank(peer), step, 0));
 }
 
-task<void> call_context::send(int peer, std::uint64_t step,
-                              std::span<const std::byte> data) const {
+task<void> call_context::send(int peer, std::uint64_t step, std::span<const std::byte> data) const {
     co_await isend(peer, step, data)->wait();
 }
 

@@ -32,10 +32,18 @@ void require_valid(const void* state) {
 }
 } // namespace
 
-int communicator::rank() const noexcept { return state_ ? state_->rank : -1; }
-int communicator::size() const noexcept { return state_ ? state_->size : 0; }
-std::uint64_t communicator::id() const noexcept { return state_ ? state_->id : 0; }
-tutti::transport& communicator::transport() const noexcept { return *state_->transport; }
+int communicator::rank() const noexcept {
+    return state_ ? state_->rank : -1;
+}
+int communicator::size() const noexcept {
+    return state_ ? state_->size : 0;
+}
+std::uint64_t communicator::id() const noexcept {
+    return state_ ? state_->id : 0;
+}
+tutti::transport& communicator::transport() const noexcept {
+    return *state_->transport;
+}
 
 int communicator::world_rank(int rank) const noexcept {
     if (state_->world_ranks.empty()) return rank;
@@ -85,10 +93,10 @@ task<communicator> communicator::split(int color, int key) const {
     const int n = size();
     std::array<std::int64_t, 2> mine{color, key};
     std::vector<std::int64_t> all(2 * static_cast<std::size_t>(n));
-    all_gather_args exchange{std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all))};
-    call_signature signature{.kind = collective::all_gather,
-                             .comm_size = n,
-                             .bytes = all.size() * sizeof(std::int64_t)};
+    all_gather_args exchange{std::as_bytes(std::span(mine)),
+                             std::as_writable_bytes(std::span(all))};
+    call_signature signature{
+        .kind = collective::all_gather, .comm_size = n, .bytes = all.size() * sizeof(std::int64_t)};
     const auto& gather_all = choose<all_gather_args>(signature, "");
     co_await gather_all.run(call.phase(0, gather_all.info.name), exchange);
 

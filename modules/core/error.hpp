@@ -13,19 +13,19 @@
 namespace tutti {
 
 enum class errc {
-    invalid_count,          // element counts that cannot be right (not a multiple of size, ...)
-    invalid_root,           // root rank outside the communicator
-    invalid_generation,     // generation 0
-    reused_generation,      // a generation already used on this communicator
-    unknown_algorithm,      // no algorithm of that name for that collective
-    restriction_violated,   // a named algorithm whose restriction fails here
-    invalid_argument,       // any other malformed argument
-    mismatched_collective,  // ranks called different collectives for one generation
-    message_size_mismatch,  // ranks disagree on how much data a step carries
-    peer_lost,              // a peer failed or vanished while we waited for it
-    deadlock,               // the in-process world ran out of work with ranks still waiting
-    serialization_failure,  // Boost.Serialization could not read or write a payload
-    timeout,                // a wait ran past its limit
+    invalid_count,         // element counts that cannot be right (not a multiple of size, ...)
+    invalid_root,          // root rank outside the communicator
+    invalid_generation,    // generation 0
+    reused_generation,     // a generation already used on this communicator
+    unknown_algorithm,     // no algorithm of that name for that collective
+    restriction_violated,  // a named algorithm whose restriction fails here
+    invalid_argument,      // any other malformed argument
+    mismatched_collective, // ranks called different collectives for one generation
+    message_size_mismatch, // ranks disagree on how much data a step carries
+    peer_lost,             // a peer failed or vanished while we waited for it
+    deadlock,              // the in-process world ran out of work with ranks still waiting
+    serialization_failure, // Boost.Serialization could not read or write a payload
+    timeout,               // a wait ran past its limit
 };
 
 std::string_view to_string(errc code) noexcept;

@@ -26,13 +26,12 @@ std::exception_ptr check_match(const message_header& expected, const message_hea
                         expected.key.generation, arrived.key.source, to_string(arrived.kind),
                         to_string(expected.kind))));
     if (arrived.algorithm != expected.algorithm)
-        return std::make_exception_ptr(
-            error(errc::mismatched_collective,
-                  fmt::format("mismatched algorithm for {} generation {}: world rank {} ran '{}' "
-                              "while this rank ran '{}'",
-                              to_string(expected.kind), expected.key.generation,
-                              arrived.key.source, algorithm_name(arrived.algorithm),
-                              algorithm_name(expected.algorithm))));
+        return std::make_exception_ptr(error(
+            errc::mismatched_collective,
+            fmt::format("mismatched algorithm for {} generation {}: world rank {} ran '{}' "
+                        "while this rank ran '{}'",
+                        to_string(expected.kind), expected.key.generation, arrived.key.source,
+                        algorithm_name(arrived.algorithm), algorithm_name(expected.algorithm))));
     if (!any_size && arrived.bytes != expected.bytes)
         return std::make_exception_ptr(error(
             errc::message_size_mismatch,
@@ -105,7 +104,8 @@ std::optional<mailbox::claimed_receive> mailbox::claim(const message_header& hea
     auto failed = std::move(mismatched_);
     mismatched_.clear();
     lock.unlock();
-    for (auto& [done, why] : failed) done->complete(why);
+    for (auto& [done, why] : failed)
+        done->complete(why);
     return std::nullopt;
 }
 
@@ -163,7 +163,8 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     auto failed = std::move(mismatched_);
     mismatched_.clear();
     lock.unlock();
-    for (auto& [done, why] : failed) done->complete(why);
+    for (auto& [done, why] : failed)
+        done->complete(why);
 }
 
 void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {
@@ -180,11 +181,13 @@ void mailbox::fail(std::exception_ptr failure) {
         std::lock_guard lock(mutex_);
         if (!failure_) failure_ = failure;
         for (auto& [key, b] : buckets_) {
-            for (auto& r : b.posted) waiting.push_back(r.done);
+            for (auto& r : b.posted)
+                waiting.push_back(r.done);
             b.posted.clear();
         }
     }
-    for (auto& r : waiting) r->complete(failure);
+    for (auto& r : waiting)
+        r->complete(failure);
 }
 
 std::vector<std::string> mailbox::pending() const {

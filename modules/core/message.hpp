@@ -17,7 +17,7 @@ namespace tutti {
 struct message_key {
     std::uint64_t communicator = 0;
     std::uint64_t generation = 0;
-    std::uint64_t step = 0; // a composition's part in the high bits, see call_context
+    std::uint64_t step = 0;  // a composition's part in the high bits, see call_context
     std::int32_t source = 0; // rank in the transport's world
 
     friend bool operator==(const message_key&, const message_key&) = default;

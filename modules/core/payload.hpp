@@ -34,12 +34,14 @@ concept trivially_copyable = std::is_trivially_copyable_v<T> && !std::is_pointer
 // so it travels as a serialized value.
 template <class R>
 concept byte_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                     trivially_copyable<std::ranges::range_value_t<R>> &&
-                     !std::is_same_v<std::remove_cvref_t<R>, std::string>;
+    trivially_copyable<std::ranges::range_value_t<R>> &&
+    !std::is_same_v<std::remove_cvref_t<R>, std::string>;
 
 // Anything else Boost.Serialization can write.
 template <class T>
-concept serializable = requires(boost::archive::binary_oarchive& out, T& value) { out << value; };
+concept serializable = requires(boost::archive::binary_oarchive& out, T& value) {
+    out << value;
+};
 
 template <byte_range R>
 std::span<const std::byte> bytes_of(const R& range) {
@@ -58,7 +60,8 @@ std::vector<std::byte> serialize(const T& value) {
         boost::archive::binary_oarchive archive(stream, boost::archive::no_header);
         archive << value;
     } catch (const std::exception& e) {
-        throw error(errc::serialization_failure, std::string("cannot serialize payload: ") + e.what());
+        throw error(errc::serialization_failure,
+                    std::string("cannot serialize payload: ") + e.what());
     }
     auto text = std::move(stream).str();
     auto* first = reinterpret_cast<const std::byte*>(text.data());
@@ -67,8 +70,8 @@ std::vector<std::byte> serialize(const T& value) {
 
 template <class T>
 void deserialize(std::span<const std::byte> bytes, T& value) {
-    std::istringstream stream(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                              std::ios::binary);
+    std::istringstream stream(
+        std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()), std::ios::binary);
     try {
         boost::archive::binary_iarchive archive(stream, boost::archive::no_header);
         archive >> value;

@@ -25,8 +25,7 @@ struct reduction_op {
     const void* state = nullptr;
 
     // out[i] = a[i] op b[i] for count elements; out may alias a or b.
-    void combine(const std::byte* a, const std::byte* b, std::byte* out,
-                 std::size_t count) const {
+    void combine(const std::byte* a, const std::byte* b, std::byte* out, std::size_t count) const {
         combine_fn(state, a, b, out, count);
     }
 };
@@ -38,61 +37,81 @@ struct sum_op {
     static constexpr std::string_view name = "sum";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return a + b; }
+    T operator()(const T& a, const T& b) const {
+        return a + b;
+    }
 };
 struct prod_op {
     static constexpr std::string_view name = "prod";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return a * b; }
+    T operator()(const T& a, const T& b) const {
+        return a * b;
+    }
 };
 struct min_op {
     static constexpr std::string_view name = "min";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+    T operator()(const T& a, const T& b) const {
+        return b < a ? b : a;
+    }
 };
 struct max_op {
     static constexpr std::string_view name = "max";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+    T operator()(const T& a, const T& b) const {
+        return a < b ? b : a;
+    }
 };
 struct bit_and_op {
     static constexpr std::string_view name = "bit_and";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(a & b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(a & b);
+    }
 };
 struct bit_or_op {
     static constexpr std::string_view name = "bit_or";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(a | b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(a | b);
+    }
 };
 struct bit_xor_op {
     static constexpr std::string_view name = "bit_xor";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(a ^ b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(a ^ b);
+    }
 };
 struct logical_and_op {
     static constexpr std::string_view name = "logical_and";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(a && b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(a && b);
+    }
 };
 struct logical_or_op {
     static constexpr std::string_view name = "logical_or";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(a || b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(a || b);
+    }
 };
 struct logical_xor_op {
     static constexpr std::string_view name = "logical_xor";
     static constexpr bool commutative = true;
     template <class T>
-    T operator()(const T& a, const T& b) const { return static_cast<T>(!a != !b); }
+    T operator()(const T& a, const T& b) const {
+        return static_cast<T>(!a != !b);
+    }
 };
 
 inline constexpr sum_op sum{};
@@ -114,7 +133,9 @@ struct user_op {
     F function;
     bool commutative;
     template <class T>
-    T operator()(const T& a, const T& b) const { return function(a, b); }
+    T operator()(const T& a, const T& b) const {
+        return function(a, b);
+    }
 };
 
 template <class F>
@@ -123,7 +144,12 @@ user_op<F> make_op(F function, commutativity c) {
 }
 
 template <class Op>
-concept builtin_operation = requires { Op::commutative; } && !requires { &Op::function; };
+concept builtin_operation = requires {
+    Op::commutative;
+}
+&&!requires {
+    &Op::function;
+};
 
 template <class Op, class T>
 concept operation_for = requires(const Op& op, const T& a) {
@@ -148,8 +174,8 @@ void combine_typed(const void* state, const std::byte* a, const std::byte* b, st
 
 // The type-erased view of `op` on elements of T. `op` must outlive it.
 template <class T, class Op>
-    requires std::is_trivially_copyable_v<T> && operation_for<Op, T>
-reduction_op erase_operation(const Op& op) {
+requires std::is_trivially_copyable_v<T> && operation_for<Op, T>
+    reduction_op erase_operation(const Op& op) {
     reduction_op r;
     r.name = Op::name;
     r.element_size = sizeof(T);

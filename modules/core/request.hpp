@@ -54,7 +54,9 @@ private:
 
 using request = std::shared_ptr<request_state>;
 
-inline request make_request() { return std::make_shared<request_state>(); }
+inline request make_request() {
+    return std::make_shared<request_state>();
+}
 
 // Waits for every request, and rethrows the first failure only after all of
 // them are done, so no transport still writes into a buffer we give up.

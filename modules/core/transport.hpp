@@ -17,7 +17,7 @@ namespace tutti {
 struct transport_capabilities {
     bool single_copy = false; // a peer can read or write our memory directly
     bool remote_memory_access = false;
-    double latency_us = 0;        // one small message, one way
+    double latency_us = 0;         // one small message, one way
     double bandwidth_gb_per_s = 0; // one large message, one way
 };
 

@@ -8,24 +8,30 @@ namespace tutti {
 
 namespace {
 constexpr std::size_t small_message = 16 * 1024;
-bool power_of_two(int n) { return (n & (n - 1)) == 0; }
+bool power_of_two(int n) {
+    return (n & (n - 1)) == 0;
+}
 } // namespace
 
 std::vector<std::string_view> default_preference(const call_signature& call) {
     const bool small = call.bytes <= small_message;
     switch (call.kind) {
-    case collective::barrier: return {"dissemination"};
+    case collective::barrier:
+        return {"dissemination"};
     case collective::broadcast:
         if (small || call.comm_size < 4) return {"binomial"};
         return {"scatter_allgather", "binomial"};
-    case collective::reduce: return {"binomial", "linear"};
+    case collective::reduce:
+        return {"binomial", "linear"};
     case collective::all_reduce:
         if (small || call.count < static_cast<std::size_t>(call.comm_size))
             return {"recursive_doubling"};
         if (power_of_two(call.comm_size)) return {"rabenseifner", "ring", "recursive_doubling"};
         return {"ring", "rabenseifner", "recursive_doubling"};
-    case collective::gather: return {"binomial", "linear"};
-    case collective::scatter: return {"binomial", "linear"};
+    case collective::gather:
+        return {"binomial", "linear"};
+    case collective::scatter:
+        return {"binomial", "linear"};
     case collective::all_gather:
         if (small) return {"recursive_doubling", "bruck", "ring"};
         return {"ring", "bruck"};
@@ -33,11 +39,16 @@ std::vector<std::string_view> default_preference(const call_signature& call) {
         if (call.bytes / static_cast<std::size_t>(call.comm_size) <= 256 && call.comm_size >= 8)
             return {"bruck", "pairwise"};
         return {"pairwise", "linear"};
-    case collective::all_to_allv: return {"pairwise", "linear"};
-    case collective::reduce_scatter: return {"recursive_halving", "ring", "pairwise"};
-    case collective::scan: return {"recursive_doubling", "linear"};
-    case collective::exscan: return {"recursive_doubling", "linear"};
-    case collective::split: return {};
+    case collective::all_to_allv:
+        return {"pairwise", "linear"};
+    case collective::reduce_scatter:
+        return {"recursive_halving", "ring", "pairwise"};
+    case collective::scan:
+        return {"recursive_doubling", "linear"};
+    case collective::exscan:
+        return {"recursive_doubling", "linear"};
+    case collective::split:
+        return {};
     }
     return {};
 }
@@ -63,8 +74,8 @@ const algorithm<Args>& choose(const call_signature& call, std::string_view force
         if (!info->check(call))
             if (const auto* a = cat.find<Args>(info->name)) return *a;
     throw error(errc::restriction_violated,
-                fmt::format("no {} algorithm can run this call (known: {})",
-                            to_string(Args::kind), cat.names(Args::kind)));
+                fmt::format("no {} algorithm can run this call (known: {})", to_string(Args::kind),
+                            cat.names(Args::kind)));
 }
 
 template const algorithm<barrier_args>& choose(const call_signature&, std::string_view);

@@ -30,18 +30,23 @@ TEST_CASE("all_reduce: exact sums for every algorithm, size and count") {
 TEST_CASE("all_reduce: rank order kept for a non-commutative operation") {
     sweep<all_reduce_args>(
         [](int, std::size_t n) {
-            return call_signature{.bytes = n * sizeof(matrix2), .count = n, .has_op = true,
-                                  .commutative = false, .builtin_op = false};
+            return call_signature{.bytes = n * sizeof(matrix2),
+                                  .count = n,
+                                  .has_op = true,
+                                  .commutative = false,
+                                  .builtin_op = false};
         },
         [](const std::string& name, int p, std::size_t n) {
             tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<matrix2> data(n), out(n);
-                for (std::size_t i = 0; i < n; ++i) data[i] = matrix_of(comm.rank(), i);
+                for (std::size_t i = 0; i < n; ++i)
+                    data[i] = matrix_of(comm.rank(), i);
                 co_await all_reduce(comm, data, out, matrix_product(), use(name));
                 std::size_t wrong = 0;
                 for (std::size_t i = 0; i < n; ++i) {
                     matrix2 expected = matrix_of(0, i);
-                    for (int r = 1; r < p; ++r) expected = multiply(expected, matrix_of(r, i));
+                    for (int r = 1; r < p; ++r)
+                        expected = multiply(expected, matrix_of(r, i));
                     if (!(out[i] == expected)) ++wrong;
                 }
                 CHECK(wrong == 0);

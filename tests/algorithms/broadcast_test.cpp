@@ -16,24 +16,24 @@ std::set<int> roots_for(int p) {
 } // namespace
 
 TEST_CASE("broadcast: every rank gets the root's elements, every algorithm, size, count, root") {
-    sweep<broadcast_args>([](int, std::size_t n) { return call_signature{.bytes = n * 8}; },
-                          [](const std::string& name, int p, std::size_t n) {
-                              for (int r : roots_for(p)) {
-                                  CAPTURE(r);
-                                  tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
-                                      std::vector<std::int64_t> data(n, -1);
-                                      if (comm.rank() == r)
-                                          for (std::size_t i = 0; i < n; ++i)
-                                              data[i] = encode(r, 0, static_cast<std::int64_t>(i));
-                                      co_await broadcast(comm, data, root{r}, use(name));
-                                      std::size_t wrong = 0;
-                                      for (std::size_t i = 0; i < n; ++i)
-                                          if (data[i] != encode(r, 0, static_cast<std::int64_t>(i)))
-                                              ++wrong;
-                                      CHECK(wrong == 0);
-                                  });
-                              }
-                          });
+    sweep<broadcast_args>(
+        [](int, std::size_t n) { return call_signature{.bytes = n * 8}; },
+        [](const std::string& name, int p, std::size_t n) {
+            for (int r : roots_for(p)) {
+                CAPTURE(r);
+                tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
+                    std::vector<std::int64_t> data(n, -1);
+                    if (comm.rank() == r)
+                        for (std::size_t i = 0; i < n; ++i)
+                            data[i] = encode(r, 0, static_cast<std::int64_t>(i));
+                    co_await broadcast(comm, data, root{r}, use(name));
+                    std::size_t wrong = 0;
+                    for (std::size_t i = 0; i < n; ++i)
+                        if (data[i] != encode(r, 0, static_cast<std::int64_t>(i))) ++wrong;
+                    CHECK(wrong == 0);
+                });
+            }
+        });
 }
 
 TEST_CASE("broadcast: byte lengths that do not split evenly over the ranks") {

@@ -25,8 +25,8 @@ TEST_CASE("a blocking call's error reaches the caller") {
     CHECK_THROWS_AS(inproc::run_threads(2,
                                         [](communicator comm) {
                                             std::vector<int> v(1);
-                                            tutti::wait(comm, all_reduce(comm, v, sum,
-                                                                         generation(0)));
+                                            tutti::wait(comm,
+                                                        all_reduce(comm, v, sum, generation(0)));
                                         }),
                     tutti::error);
 }

@@ -23,7 +23,8 @@ TEST_CASE("split by colour orders by key, then by parent rank") {
             std::vector<std::int64_t> v{comm.rank()};
             co_await all_reduce(part, v, sum);
             std::int64_t expected = 0;
-            for (int r = color; r < p; r += 3) expected += r;
+            for (int r = color; r < p; r += 3)
+                expected += r;
             CHECK(v[0] == expected);
         });
     }
@@ -56,11 +57,9 @@ TEST_CASE("undefined colour gives an empty communicator") {
 }
 
 TEST_CASE("a negative colour other than undefined_color is refused") {
-    CHECK_THROWS_AS(inproc::run(2,
-                                [](communicator comm) -> task<void> {
-                                    (void)co_await comm.split(-5);
-                                }),
-                    tutti::error);
+    CHECK_THROWS_AS(
+        inproc::run(2, [](communicator comm) -> task<void> { (void)co_await comm.split(-5); }),
+        tutti::error);
 }
 
 TEST_CASE("two splits of one parent are independent, even with collectives in flight") {

@@ -56,7 +56,8 @@ TEST_CASE("many collectives in flight on one communicator, started in rank-depen
         inproc::run(p, [&](communicator comm) -> task<void> {
             std::vector<int> order(calls);
             std::iota(order.begin(), order.end(), 1);
-            std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(comm.rank())));
+            std::shuffle(order.begin(), order.end(),
+                         std::mt19937(static_cast<unsigned>(comm.rank())));
             auto executor = co_await asio::this_coro::executor;
             for (int g : order) {
                 // Every generation runs a different collective with data that
@@ -80,7 +81,8 @@ TEST_CASE("many collectives in flight on one communicator, started in rank-depen
                             break;
                         }
                         default: {
-                            auto all = co_await all_gather(comm, std::int64_t{comm.rank() * g}, gen);
+                            auto all =
+                                co_await all_gather(comm, std::int64_t{comm.rank() * g}, gen);
                             for (int r = 0; r < p; ++r)
                                 if (all[static_cast<std::size_t>(r)] != r * g) ++*failures;
                         }

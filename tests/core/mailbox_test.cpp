@@ -2,15 +2,16 @@
 // mismatches reported instead of waited on, failure of everything pending.
 #include <cstring>
 
-#include "support/harness.hpp"
 #include "core/mailbox.hpp"
+#include "support/harness.hpp"
 
 using namespace tutti;
 
 namespace {
 
 message_header header(std::uint64_t generation, std::uint64_t step, int source, std::size_t bytes,
-                      collective kind = collective::all_reduce, std::string_view algorithm = "ring") {
+                      collective kind = collective::all_reduce,
+                      std::string_view algorithm = "ring") {
     message_header h;
     h.key = {.communicator = 7, .generation = generation, .step = step, .source = source};
     h.kind = kind;
@@ -21,7 +22,8 @@ message_header header(std::uint64_t generation, std::uint64_t step, int source, 
 
 std::vector<std::byte> bytes(std::initializer_list<int> values) {
     std::vector<std::byte> out;
-    for (int v : values) out.push_back(static_cast<std::byte>(v));
+    for (int v : values)
+        out.push_back(static_cast<std::byte>(v));
     return out;
 }
 

@@ -14,12 +14,14 @@ void check_all_reduce(int p, Op op, Contribution f) {
     constexpr std::size_t n = 9;
     inproc::run(p, [&](communicator comm) -> task<void> {
         std::vector<T> data(n);
-        for (std::size_t i = 0; i < n; ++i) data[i] = f(comm.rank(), i);
+        for (std::size_t i = 0; i < n; ++i)
+            data[i] = f(comm.rank(), i);
         co_await all_reduce(comm, data, op);
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < n; ++i) {
             T expected = f(0, i);
-            for (int r = 1; r < p; ++r) expected = op(expected, f(r, i));
+            for (int r = 1; r < p; ++r)
+                expected = op(expected, f(r, i));
             if (data[i] != expected) ++wrong;
         }
         CHECK(wrong == 0);
@@ -54,9 +56,8 @@ TEST_CASE("built-in operations give exact results") {
         check_all_reduce<std::uint8_t>(p, tutti::logical_and, truth);
         check_all_reduce<std::uint8_t>(p, tutti::logical_or, truth);
         check_all_reduce<std::uint8_t>(p, tutti::logical_xor, truth);
-        check_all_reduce<double>(p, tutti::max, [](int r, std::size_t i) {
-            return 0.5 * r - static_cast<double>(i);
-        });
+        check_all_reduce<double>(
+            p, tutti::max, [](int r, std::size_t i) { return 0.5 * r - static_cast<double>(i); });
     }
 }
 
@@ -66,7 +67,9 @@ TEST_CASE("a user operation's declared commutativity reaches selection") {
         std::int64_t value, scale;
     };
     auto append = make_op(
-        [](digits a, digits b) { return digits{a.value * b.scale + b.value, a.scale * b.scale}; },
+        [](digits a, digits b) {
+            return digits{a.value * b.scale + b.value, a.scale * b.scale};
+        },
         commutativity::non_commutative);
     // The default choice for a large non-commutative all_reduce must keep rank order.
     inproc::run(5, [&](communicator comm) -> task<void> {
@@ -75,8 +78,8 @@ TEST_CASE("a user operation's declared commutativity reaches selection") {
         CHECK(data.front().value == 12345);
         CHECK(data.back().value == 12345);
     });
-    auto plus = make_op([](std::int64_t a, std::int64_t b) { return a + b; },
-                        commutativity::commutative);
+    auto plus =
+        make_op([](std::int64_t a, std::int64_t b) { return a + b; }, commutativity::commutative);
     inproc::run(4, [&](communicator comm) -> task<void> {
         std::vector<std::int64_t> data(20000, comm.rank());
         co_await all_reduce(comm, data, plus, use("ring"));

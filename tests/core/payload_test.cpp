@@ -17,14 +17,15 @@ struct particle {
 
     template <class Archive>
     void serialize(Archive& archive, unsigned /*version*/) {
-        archive & name & position & tags;
+        archive& name& position& tags;
     }
     friend bool operator==(const particle&, const particle&) = default;
 };
 
 // Values whose size depends on both ends, so padding and cropping show.
 std::string text(int from, int to) {
-    return std::string(static_cast<std::size_t>((from * 7 + to * 3) % 11), 'a' + static_cast<char>(from % 26)) +
+    return std::string(static_cast<std::size_t>((from * 7 + to * 3) % 11),
+                       'a' + static_cast<char>(from % 26)) +
            "/" + std::to_string(from) + "->" + std::to_string(to);
 }
 std::vector<std::vector<int>> nested(int from, int to) {
@@ -34,7 +35,8 @@ std::vector<std::vector<int>> nested(int from, int to) {
     return rows;
 }
 particle particle_of(int from, int to) {
-    return {"p" + std::to_string(from), std::vector<double>(static_cast<std::size_t>(to % 3), from + 0.5),
+    return {"p" + std::to_string(from),
+            std::vector<double>(static_cast<std::size_t>(to % 3), from + 0.5),
             {{"from", from}, {"to", to}}};
 }
 
@@ -73,7 +75,8 @@ TEST_CASE("gather and all_gather of values of different sizes, every algorithm")
                 auto structs = co_await gather(comm, particle_of(comm.rank(), 1), use(name));
                 if (comm.rank() == p / 2) {
                     REQUIRE(strings.size() == static_cast<std::size_t>(p));
-                    for (int i = 0; i < p; ++i) CHECK(strings[static_cast<std::size_t>(i)] == text(i, 0));
+                    for (int i = 0; i < p; ++i)
+                        CHECK(strings[static_cast<std::size_t>(i)] == text(i, 0));
                 } else {
                     CHECK(strings.empty());
                 }
@@ -91,7 +94,8 @@ TEST_CASE("gather and all_gather of values of different sizes, every algorithm")
             if (algorithms().find<all_gather_args>(name)->info.check(call)) continue;
             tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 auto rows = co_await all_gather(comm, nested(comm.rank(), 2), use(name));
-                for (int i = 0; i < p; ++i) CHECK(rows[static_cast<std::size_t>(i)] == nested(i, 2));
+                for (int i = 0; i < p; ++i)
+                    CHECK(rows[static_cast<std::size_t>(i)] == nested(i, 2));
             });
         }
     }
@@ -105,7 +109,8 @@ TEST_CASE("scatter of strings, every algorithm") {
             tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
                 std::vector<std::string> values;
                 if (comm.rank() == 1 % p)
-                    for (int j = 0; j < p; ++j) values.push_back(text(1 % p, j));
+                    for (int j = 0; j < p; ++j)
+                        values.push_back(text(1 % p, j));
                 auto mine = co_await scatter(comm, values, root(1 % p), use(name));
                 CHECK(mine == text(1 % p, comm.rank()));
             });
@@ -151,11 +156,13 @@ TEST_CASE("all_to_allv of vectors of strings of varied lengths") {
                 const int i = comm.rank();
                 std::vector<std::vector<std::string>> out(static_cast<std::size_t>(p));
                 for (int j = 0; j < p; ++j)
-                    for (int k = 0; k < (i + j) % 3; ++k) out[static_cast<std::size_t>(j)].push_back(text(i, j + k));
+                    for (int k = 0; k < (i + j) % 3; ++k)
+                        out[static_cast<std::size_t>(j)].push_back(text(i, j + k));
                 auto in = co_await all_to_allv(comm, out, use(name));
                 for (int j = 0; j < p; ++j) {
                     std::vector<std::string> expected;
-                    for (int k = 0; k < (j + i) % 3; ++k) expected.push_back(text(j, i + k));
+                    for (int k = 0; k < (j + i) % 3; ++k)
+                        expected.push_back(text(j, i + k));
                     CHECK(in[static_cast<std::size_t>(j)] == expected);
                 }
             });

@@ -26,14 +26,14 @@ int main(int argc, char** argv) {
         std::printf("rank %d: the all_reduce finished without rank %d\n", job.rank(), victim);
         return 1;
     } catch (const tutti::error& e) {
-        std::printf("rank %d: %s: %s\n", job.rank(), std::string(tutti::to_string(e.code())).c_str(),
-                    e.what());
+        std::printf("rank %d: %s: %s\n", job.rank(),
+                    std::string(tutti::to_string(e.code())).c_str(), e.what());
         std::fflush(stdout);
         // Stay a moment, so the other survivors see the victim's loss rather
         // than ours.
         std::this_thread::sleep_for(std::chrono::seconds(2));
-        const bool named = std::string(e.what()).find("rank " + std::to_string(victim)) !=
-                           std::string::npos;
+        const bool named =
+            std::string(e.what()).find("rank " + std::to_string(victim)) != std::string::npos;
         std::_Exit(e.code() == tutti::errc::peer_lost && named ? 0 : 1);
     }
 }

@@ -22,7 +22,8 @@ finished run(const std::string& command) {
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe)) f.output += buffer;
+    while (std::fgets(buffer, sizeof buffer, pipe))
+        f.output += buffer;
     const int raw = pclose(pipe);
     f.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
     return f;

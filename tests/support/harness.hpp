@@ -54,14 +54,17 @@ inline void run_ranks(int p, const std::function<task<void>(communicator)>& body
 inline std::vector<int> sweep_sizes() {
     if (job_world().valid()) return {job_world().size()};
     std::vector<int> sizes;
-    for (int p = 1; p <= 17; ++p) sizes.push_back(p);
+    for (int p = 1; p <= 17; ++p)
+        sizes.push_back(p);
     sizes.push_back(31);
     sizes.push_back(64);
     return sizes;
 }
 
 // Element counts every algorithm is swept over.
-inline std::vector<std::size_t> sweep_counts() { return {0, 1, 7, 3001}; }
+inline std::vector<std::size_t> sweep_counts() {
+    return {0, 1, 7, 3001};
+}
 
 // An injective value for (from, to, index), so a misplaced element shows.
 inline std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t index = 0) {
@@ -71,7 +74,8 @@ inline std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t inde
 // Every algorithm name registered for a collective.
 inline std::vector<std::string> algorithm_names(collective kind) {
     std::vector<std::string> names;
-    for (const auto* info : algorithms().list(kind)) names.push_back(info->name);
+    for (const auto* info : algorithms().list(kind))
+        names.push_back(info->name);
     return names;
 }
 
@@ -110,8 +114,8 @@ struct matrix2 {
 inline matrix2 multiply(const matrix2& x, const matrix2& y) {
     // Entries are kept small modulo a prime so long products do not overflow.
     constexpr std::int64_t m = 1000003;
-    return {(x.a * y.a + x.b * y.c) % m, (x.a * y.b + x.b * y.d) % m,
-            (x.c * y.a + x.d * y.c) % m, (x.c * y.b + x.d * y.d) % m};
+    return {(x.a * y.a + x.b * y.c) % m, (x.a * y.b + x.b * y.d) % m, (x.c * y.a + x.d * y.c) % m,
+            (x.c * y.b + x.d * y.d) % m};
 }
 // The contribution of rank r at index i: distinct, and non-commuting.
 inline matrix2 matrix_of(int rank, std::size_t i) {

@@ -21,7 +21,9 @@ public:
     int size() const noexcept override { return world_->size(); }
     asio::io_context& context() noexcept override { return context_; }
     transport_capabilities capabilities() const noexcept override {
-        return {.single_copy = true, .remote_memory_access = false, .latency_us = 0.1,
+        return {.single_copy = true,
+                .remote_memory_access = false,
+                .latency_us = 0.1,
                 .bandwidth_gb_per_s = 20.0};
     }
 
@@ -60,7 +62,8 @@ void check_size(int size) {
 
 world::world(int size) {
     check_size(size);
-    for (int i = 0; i < size; ++i) mailboxes_.push_back(std::make_unique<mailbox>());
+    for (int i = 0; i < size; ++i)
+        mailboxes_.push_back(std::make_unique<mailbox>());
 }
 
 std::shared_ptr<tutti::transport> world::endpoint(int rank, asio::io_context& context) {
@@ -73,7 +76,8 @@ void world::lose(int rank, const std::string& why) {
 }
 
 void world::fail_everything(std::exception_ptr failure) {
-    for (auto& box : mailboxes_) box->fail(failure);
+    for (auto& box : mailboxes_)
+        box->fail(failure);
 }
 
 std::vector<std::string> world::pending() const {
@@ -126,7 +130,8 @@ struct outcomes {
         std::string report = fmt::format(
             "deadlock: {} of {} ranks never finished; receives still waiting:", unfinished, size);
         auto lines = w.pending();
-        for (std::size_t i = 0; i < lines.size() && i < 32; ++i) report += "\n  " + lines[i];
+        for (std::size_t i = 0; i < lines.size() && i < 32; ++i)
+            report += "\n  " + lines[i];
         if (lines.size() > 32) report += fmt::format("\n  ... and {} more", lines.size() - 32);
         return report;
     }
@@ -187,7 +192,8 @@ void run_threads(int size, const std::function<void(communicator)>& body) {
             result.record(*w, r, failure);
         });
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        t.join();
     result.finish({});
 }
 

@@ -136,7 +136,7 @@ geometry choose_geometry(int ranks, const options& opts) {
 
 // Small blobs for the bootstrap exchanges.
 class blob_writer {
-  public:
+public:
     template <class T>
     void put(const T& v) {
         const auto* p = reinterpret_cast<const std::byte*>(&v);
@@ -149,12 +149,12 @@ class blob_writer {
     }
     const std::vector<std::byte>& bytes() const { return bytes_; }
 
-  private:
+private:
     std::vector<std::byte> bytes_;
 };
 
 class blob_reader {
-  public:
+public:
     blob_reader(const std::vector<std::byte>& b, int rank) : bytes_(b), rank_(rank) {}
     template <class T>
     T get() {
@@ -172,7 +172,7 @@ class blob_reader {
         return s;
     }
 
-  private:
+private:
     void need(std::size_t n) {
         if (bytes_.size() - at_ < n)
             throw error(errc::invalid_argument,
@@ -207,7 +207,7 @@ int cma_read(pid_t pid, std::span<std::byte> into, std::uint64_t address) {
 }
 
 class endpoint final : public shm::transport {
-  public:
+public:
     endpoint(bootstrap& boot, asio::io_context& context, options opts);
     ~endpoint() override;
 
@@ -242,7 +242,7 @@ class endpoint final : public shm::transport {
     std::size_t cell_bytes() const noexcept override { return geo_.cell_bytes; }
     std::size_t ring_depth() const noexcept override { return geo_.depth; }
 
-  private:
+private:
     struct outgoing {
         message_header header;
         std::span<const std::byte> data;

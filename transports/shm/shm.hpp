@@ -49,7 +49,7 @@ struct counters {
 };
 
 class transport : public tutti::transport {
-  public:
+public:
     virtual shm::counters counters() const noexcept = 0;
     // Whether this rank's messages to `dest` may use cross-memory attach
     // (the startup probe found that dest can read our memory).

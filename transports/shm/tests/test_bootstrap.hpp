@@ -24,7 +24,7 @@
 namespace tutti::testing {
 
 class fork_bootstrap final : public bootstrap {
-  public:
+public:
     static constexpr std::size_t slot_bytes = 4096;
     static constexpr int max_ranks = 64;
 
@@ -90,7 +90,7 @@ class fork_bootstrap final : public bootstrap {
         return all;
     }
 
-  private:
+private:
     area* area_;
     int rank_;
     int size_;
