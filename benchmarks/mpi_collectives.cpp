@@ -1,84 +1,261 @@
-// The MPI side of tutti's comparisons: times collectives the way
-// tutti_collectives.cpp does (OSU style: warm-up, then a barrier before each
-// timed call; latency is the largest over ranks of the mean per call; algbw
-// is the per-rank buffer divided by it), so both run the same measurement.
-// Built only where an MPI is found; run it with that MPI's launcher.
+// The MPI reference for tutti-bench: the same collectives measured the same
+// way (tools/tutti-bench/method.hpp: the same options, sizes, iteration
+// schedule, buffers, checks, statistics, table, CSV and JSON). Only the calls
+// and the loop that times them are MPI's. Built once per MPI found (the name
+// comes from the build: openmpi or mpich); run it with that MPI's launcher:
 //
-//   mpirun -n 2 ./build/benchmarks/mpi_collectives all_reduce 8 16777216
+//   mpirun.openmpi -n 2 ./build/benchmarks/mpi_collectives_openmpi all_reduce -m 8:16M
+//   mpiexec.mpich -n 2 ./build/benchmarks/mpi_collectives_mpich all_reduce --csv mpich.csv
+//
+// Exit status: 0 when every check passed, 1 when one failed, 2 for a usage
+// error.
 #include <mpi.h>
 
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "method.hpp"
+#include "report.hpp"
+
+#ifndef TUTTI_BENCH_MPI_NAME
+#define TUTTI_BENCH_MPI_NAME "mpi"
+#endif
+
 namespace {
 
-int iterations_for(std::size_t bytes) {
-    if (bytes <= 64 * 1024) return 2000;
-    if (bytes <= 1024 * 1024) return 200;
-    return 20;
+using namespace tutti_bench;
+
+// One collective at one size on this rank; counts in elements, as MPI wants.
+class bench_call {
+public:
+    explicit bench_call(const layout& l)
+        : layout_(l), block_(static_cast<int>(l.block)),
+          counts_(static_cast<std::size_t>(l.ranks), static_cast<int>(l.block)),
+          offsets_(static_cast<std::size_t>(l.ranks)) {
+        for (std::size_t j = 0; j < offsets_.size(); ++j)
+            offsets_[j] = static_cast<int>(j * l.block);
+    }
+
+    void run(buffer_set& b) const {
+        using tutti::collective;
+        const auto comm = MPI_COMM_WORLD;
+        const auto type = MPI_INT64_T;
+        auto* send = b.send.data();
+        auto* recv = b.recv.data();
+        const int root = layout_.root;
+        switch (layout_.kind) {
+        case collective::barrier:
+        case collective::split:
+            MPI_Barrier(comm);
+            break;
+        case collective::broadcast:
+            MPI_Bcast(send, block_, type, root, comm);
+            break;
+        case collective::reduce:
+            MPI_Reduce(send, recv, block_, type, MPI_SUM, root, comm);
+            break;
+        case collective::all_reduce:
+            MPI_Allreduce(send, recv, block_, type, MPI_SUM, comm);
+            break;
+        case collective::gather:
+            MPI_Gather(send, block_, type, recv, block_, type, root, comm);
+            break;
+        case collective::scatter:
+            MPI_Scatter(send, block_, type, recv, block_, type, root, comm);
+            break;
+        case collective::all_gather:
+            MPI_Allgather(send, block_, type, recv, block_, type, comm);
+            break;
+        case collective::all_to_all:
+            MPI_Alltoall(send, block_, type, recv, block_, type, comm);
+            break;
+        case collective::all_to_allv:
+            MPI_Alltoallv(send, counts_.data(), offsets_.data(), type, recv, counts_.data(),
+                          offsets_.data(), type, comm);
+            break;
+        case collective::reduce_scatter:
+            MPI_Reduce_scatter_block(send, recv, block_, type, MPI_SUM, comm);
+            break;
+        case collective::scan:
+            MPI_Scan(send, recv, block_, type, MPI_SUM, comm);
+            break;
+        case collective::exscan:
+            MPI_Exscan(send, recv, block_, type, MPI_SUM, comm);
+            break;
+        }
+    }
+
+private:
+    layout layout_;
+    int block_;
+    std::vector<int> counts_;
+    std::vector<int> offsets_;
+};
+
+struct timing {
+    rank_sample sample;
+    int iterations = 0;
+    int warmup = 0;
+};
+
+// The method's loop, as tutti-bench runs it: one check on fresh buffers, the
+// warm-up, an agreement on how many timed calls fit in the time limit, then
+// the timed calls, each after a barrier and timed alone.
+timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const layout& l,
+                 const settings& s) {
+    timing t;
+    if (s.validate) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        call.run(pool[0]);
+        if (const auto wrong = check(l, pool[0]); !wrong.empty()) {
+            fmt::print(stderr, "mpi_collectives: WRONG RESULT: {}\n", wrong);
+            t.sample.failed = 1;
+        }
+    }
+    int iterations = scheduled_iterations(s, l);
+    t.warmup = warmup_iterations(s, iterations);
+    std::size_t next = 0;
+    double warm_seconds = 0;
+    for (int i = 0; i < t.warmup; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const auto start = clock_type::now();
+        call.run(pool[next++ % pool.size()]);
+        warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    if (t.warmup > 0) {
+        double mine = warm_seconds / t.warmup, slowest = 0;
+        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        iterations = iterations_within_limit(s, iterations, slowest);
+    }
+    double seconds = 0;
+    for (int i = 0; i < iterations; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const auto start = clock_type::now();
+        call.run(pool[next++ % pool.size()]);
+        seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    t.iterations = iterations;
+    t.sample.mean_us = seconds / iterations * 1e6;
+    return t;
 }
 
-double time_one(const std::string& collective, std::vector<std::int64_t>& send,
-                std::vector<std::int64_t>& recv, int size) {
-    const int count = static_cast<int>(send.size());
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    if (collective == "all_reduce") {
-        MPI_Allreduce(send.data(), recv.data(), count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    } else if (collective == "broadcast") {
-        MPI_Bcast(send.data(), count, MPI_INT64_T, 0, MPI_COMM_WORLD);
-    } else if (collective == "barrier") {
-        MPI_Barrier(MPI_COMM_WORLD);
-    } else if (collective == "all_to_all") {
-        MPI_Alltoall(send.data(), count / size, MPI_INT64_T, recv.data(), count / size, MPI_INT64_T,
-                     MPI_COMM_WORLD);
-    } else if (collective == "all_gather") {
-        MPI_Allgather(send.data(), count / size, MPI_INT64_T, recv.data(), count / size,
-                      MPI_INT64_T, MPI_COMM_WORLD);
-    } else {
-        std::fprintf(stderr, "unknown collective %s\n", collective.c_str());
-        MPI_Abort(MPI_COMM_WORLD, 2);
+int run(const settings& s, const std::string& transport, const std::vector<std::string>& command) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const bool lead = rank == 0;
+    if (s.root >= size) {
+        if (lead)
+            fmt::print(stderr, "mpi_collectives: --root {} is not a rank of this {}-rank job\n",
+                       s.root, size);
+        return 2;
     }
-    return MPI_Wtime() - start;
+    const std::string implementation = TUTTI_BENCH_MPI_NAME;
+    std::optional<report> out;
+    int bad_file = 0;
+    if (lead) {
+        out.emplace(s, run_info{.tool = "mpi_collectives",
+                                .implementation = implementation,
+                                .transport = transport,
+                                .launch = "mpi",
+                                .ranks = size,
+                                .command = command});
+        try {
+            out->begin();
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "mpi_collectives: {}\n", e.what());
+            bad_file = 1;
+        }
+    }
+    int any_bad = 0;
+    MPI_Allreduce(&bad_file, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_bad) return 2;
+    std::size_t steps = 0;
+    for (auto kind : s.collectives)
+        steps += kind == tutti::collective::barrier ? 1 : s.sizes.size();
+    progress shown(lead ? s : settings{.quiet = true}, steps);
+    bool failed = false;
+
+    for (auto kind : s.collectives) {
+        const std::string name{to_string(kind)};
+        for (std::size_t bytes : s.sizes) {
+            const auto l = layout_for(kind, bytes, size, rank, s.root);
+            shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
+            auto pool = make_pool(s, l);
+            const bench_call call(l);
+            const auto t = time_size(call, pool, l, s);
+            std::vector<rank_sample> samples(lead ? static_cast<std::size_t>(size) : 0);
+            MPI_Gather(&t.sample, 2, MPI_DOUBLE, samples.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            if (lead) {
+                row r{.implementation = implementation,
+                      .label = s.label.empty() ? implementation : s.label,
+                      .transport = transport,
+                      .collective = name,
+                      .algorithm = "auto",
+                      .chosen = "",
+                      .ranks = size,
+                      .bytes = l.bytes,
+                      .iterations = t.iterations,
+                      .warmup = t.warmup,
+                      .buffers = static_cast<int>(pool.size())};
+                summarize(r, samples, s.validate);
+                failed = failed || r.valid == "NO";
+                out->add(r);
+            }
+            if (kind == tutti::collective::barrier) break; // no message, one size
+        }
+    }
+    shown.done();
+    if (lead) {
+        try {
+            out->finish();
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "mpi_collectives: {}\n", e.what());
+            failed = true;
+        }
+    }
+    int mine = failed ? 1 : 0, any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
-    int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 3) {
-        if (rank == 0) std::fprintf(stderr, "usage: %s COLLECTIVE BYTES...\n", argv[0]);
+    static_assert(sizeof(rank_sample) == 2 * sizeof(double), "rank_sample travels as 2 doubles");
+    settings s;
+    std::string transport = "default";
+    CLI::App app{"mpi_collectives: the MPI reference for tutti-bench; the same options, the same "
+                 "measurement, the same files"};
+    add_options(app, s);
+    app.add_option("--transport", transport,
+                   "what the launcher was told to use (shm, tcp), recorded in the files")
+        ->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // Every rank parsed the same line; one message is enough.
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const int code = e.get_exit_code();
+        if (rank == 0) app.exit(e);
         MPI_Finalize();
-        return 2;
+        return code == 0 ? 0 : 2;
     }
-    const std::string collective = argv[1];
-    if (rank == 0)
-        std::printf("%-12s %12s %12s %12s\n", "collective", "bytes", "latency_us", "algbw_GB/s");
-    for (int a = 2; a < argc; ++a) {
-        const std::size_t bytes = std::strtoull(argv[a], nullptr, 10);
-        std::size_t count = bytes / 8;
-        if (collective == "all_to_all" || collective == "all_gather")
-            count = count / static_cast<std::size_t>(size) * static_cast<std::size_t>(size);
-        std::vector<std::int64_t> send(count, rank + 1), recv(count);
-        const int iterations = iterations_for(bytes);
-        for (int i = 0; i < iterations / 10 + 1; ++i)
-            time_one(collective, send, recv, size);
-        double total = 0;
-        for (int i = 0; i < iterations; ++i)
-            total += time_one(collective, send, recv, size);
-        double mean = total / iterations, worst = 0;
-        MPI_Reduce(&mean, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (rank == 0)
-            std::printf("%-12s %12zu %12.2f %12.2f\n", collective.c_str(), count * 8, worst * 1e6,
-                        worst > 0 ? static_cast<double>(count * 8) / worst / 1e9 : 0.0);
+    int status = 0;
+    try {
+        status = run(s, transport, std::vector<std::string>(argv, argv + argc));
+    } catch (const std::exception& e) {
+        // Only rank 0 writes files; the others wait in a collective for it.
+        fmt::print(stderr, "mpi_collectives failed: {}\n", e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Finalize();
-    return 0;
+    return status;
 }

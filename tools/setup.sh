@@ -14,13 +14,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # libpmix-dev and openmpi-bin: joining jobs started by mpirun (PMIx), tested.
 # libopenmpi-dev, mpich, libmpich-dev: the MPI reference benchmarks.
 # libssl-dev: libcrypto's HMAC, with which TCP connections prove the job secret.
+# iproute2: `ip netns`, with which the tests pose several hosts on one machine.
+# python3-matplotlib: tools/plot_bench.py turns tutti-bench CSVs into plots.
 packages=(
     clang-19 libclang-rt-19-dev meson ninja-build pkg-config
     libasio-dev libboost-serialization-dev libfmt-dev
     doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev
     clang-format
     libpmix-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-    libssl-dev
+    libssl-dev iproute2 python3-matplotlib
 )
 
 usage() {

@@ -30,6 +30,13 @@ std::optional<std::string> algorithm_info::check(const call_signature& call) con
     return std::nullopt;
 }
 
+const algorithm_info* catalog::find_info(collective kind, std::string_view name) const {
+    std::lock_guard lock(mutex_);
+    for (auto* info : infos_)
+        if (info->kind == kind && info->name == name) return info;
+    return nullptr;
+}
+
 std::vector<const algorithm_info*> catalog::list(collective kind) const {
     std::lock_guard lock(mutex_);
     std::vector<const algorithm_info*> out;
@@ -62,6 +69,12 @@ void catalog::check_new_name(const algorithm_info& info) const {
                         fmt::format("a {} algorithm named '{}' is already registered",
                                     to_string(info.kind), info.name));
     remember_algorithm_name(info.name);
+}
+
+void catalog::wrong_info(const algorithm_info& info, collective wanted) {
+    throw error(errc::invalid_argument,
+                fmt::format("'{}' is a {} algorithm not registered in the catalog, not a {} one",
+                            info.name, to_string(info.kind), to_string(wanted)));
 }
 
 catalog& algorithms() {

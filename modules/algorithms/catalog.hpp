@@ -40,6 +40,9 @@ struct algorithm_info {
     std::vector<restriction> restrictions;
     std::vector<parameter> parameters;
     std::string summary;
+    // Set by the catalog: the algorithm<Args> this describes, so that a
+    // selection made on infos reaches the typed algorithm without a search.
+    const void* entry = nullptr;
 
     // nullopt when every restriction holds, else "restriction X fails: why".
     std::optional<std::string> check(const call_signature& call) const;
@@ -64,8 +67,17 @@ public:
         a.info.kind = Args::kind;
         check_new_name(a.info);
         auto& stored = table<Args>().emplace_back(std::move(a));
+        stored.info.entry = &stored;
         infos_.push_back(&stored.info);
         return stored;
+    }
+
+    // The algorithm an info of this catalog describes; throws tutti::error
+    // (invalid_argument) for an info of another collective or catalog.
+    template <class Args>
+    static const algorithm<Args>& typed(const algorithm_info& info) {
+        if (info.kind != Args::kind || !info.entry) wrong_info(info, Args::kind);
+        return *static_cast<const algorithm<Args>*>(info.entry);
     }
 
     template <class Args>
@@ -75,6 +87,9 @@ public:
             if (a.info.name == name) return &a;
         return nullptr;
     }
+
+    // The algorithm of that collective and name, whatever its arguments' type.
+    const algorithm_info* find_info(collective kind, std::string_view name) const;
 
     // Every algorithm of one collective, in registration order.
     std::vector<const algorithm_info*> list(collective kind) const;
@@ -89,6 +104,7 @@ private:
         return entries;
     }
     void check_new_name(const algorithm_info& info) const;
+    [[noreturn]] static void wrong_info(const algorithm_info& info, collective wanted);
 
     mutable std::mutex mutex_;
     std::vector<const algorithm_info*> infos_;

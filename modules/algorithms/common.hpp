@@ -59,6 +59,27 @@ inline std::span<const std::byte> send_side(std::span<const std::byte> send,
     return saved;
 }
 
+// Scratch space for one call: inside the object (a coroutine frame) up to
+// Inline bytes, on the heap above, so small messages allocate nothing.
+template <std::size_t Inline = 64>
+class scratch {
+public:
+    explicit scratch(std::size_t bytes) : bytes_(bytes) {
+        if (bytes > Inline) heap_.resize(bytes);
+    }
+    scratch(const scratch&) = delete; // span() points into the object
+    scratch& operator=(const scratch&) = delete;
+    std::span<std::byte> span() noexcept {
+        return {bytes_ > Inline ? heap_.data() : local_, bytes_};
+    }
+    std::byte* data() noexcept { return span().data(); }
+
+private:
+    std::size_t bytes_;
+    alignas(std::max_align_t) std::byte local_[Inline];
+    std::vector<std::byte> heap_;
+};
+
 // The largest power of two <= p (p >= 1): the ranks that take part in the
 // recursive steps once the other p - p' ranks have been folded in.
 inline int power_of_two_floor(int p) {

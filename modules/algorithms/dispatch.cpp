@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "hierarchy/hierarchy.hpp"
 #include "select/choose.hpp"
 
 namespace tutti::detail {
@@ -25,37 +26,69 @@ void check_root(const communicator& comm, collective kind, int root) {
                                 to_string(kind), root, comm.size()));
 }
 
+call_signature with_communicator(call_signature signature, const communicator& comm) {
+    // A hierarchy's top level stands for the nodes (it is the node level in
+    // a machine hierarchy); without one, every rank reads as on one node.
+    if (const auto levels = comm.hierarchy()) {
+        signature.has_hierarchy = true;
+        if (!levels->flat()) {
+            signature.nodes = levels->group_count();
+            signature.ranks_per_node = levels->largest_group();
+        }
+        signature.node_consecutive = levels->order_preserving();
+    } else {
+        signature.has_hierarchy = false;
+    }
+    const auto& transport = comm.transport();
+    signature.transport = transport.name();
+    signature.single_copy = transport.capabilities().single_copy;
+    return signature;
+}
+
 template <class Args>
 task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
-                     const call_signature& signature, std::string_view forced) {
-    const auto& chosen = choose<Args>(signature, forced);
-    co_await chosen.run(call.phase(phase, chosen.info.name), args);
+                     const call_signature& signature, const algorithm_choice& choice) {
+    // Whatever built the signature, the communicator says where the call
+    // runs (the typed front ends do not look).
+    const auto shape = with_communicator(signature, call.comm());
+    const selection_request request{.forced = choice.name,
+                                    .on_fail = choice.on_fail,
+                                    .sub_call = choice.sub_call || call.kind() != Args::kind};
+    const algorithm<Args>* chosen = nullptr;
+    if (selection_debug()) {
+        selection_explanation why;
+        chosen = &choose<Args>(shape, request, &why);
+        if (call.rank() == 0) print_explanation_once(why);
+    } else {
+        chosen = &choose<Args>(shape, request);
+    }
+    co_await chosen->run(call.phase(phase, chosen->info.name), args);
 }
 
 template task<void> run_phase(const call_context&, unsigned, const barrier_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const broadcast_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const reduce_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const all_reduce_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const gather_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const scatter_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const all_gather_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const all_to_all_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const all_to_allv_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const reduce_scatter_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const scan_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 template task<void> run_phase(const call_context&, unsigned, const exscan_args&,
-                              const call_signature&, std::string_view);
+                              const call_signature&, const algorithm_choice&);
 
 } // namespace tutti::detail
 
@@ -63,7 +96,10 @@ namespace tutti {
 
 namespace {
 call_signature base(const communicator& comm, collective kind, std::size_t bytes) {
-    return {.kind = kind, .comm_size = comm.size(), .bytes = bytes};
+    return {.kind = kind,
+            .comm_size = comm.size(),
+            .bytes = bytes,
+            .has_hierarchy = comm.hierarchy() != nullptr};
 }
 template <class Args>
 call_signature with_op(const communicator& comm, const Args& a, std::size_t bytes) {

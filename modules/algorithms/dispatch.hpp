@@ -14,6 +14,7 @@
 #include "core/communicator.hpp"
 #include "core/generation.hpp"
 #include "core/task.hpp"
+#include "select/selection.hpp"
 
 namespace tutti {
 
@@ -28,9 +29,24 @@ struct use {
     explicit use(std::string_view n) : name(n) {}
 };
 
+// What a call asks of selection: an algorithm named in code (empty or "auto":
+// the default choice), what to do when its restriction fails (empty:
+// TUTTI_COLL_FALLBACK, else error), and whether it is a composition's
+// sub-call, which the environment's overrides do not reach.
+struct algorithm_choice {
+    std::string name;
+    std::optional<fallback_mode> on_fail;
+    bool sub_call = false;
+
+    algorithm_choice() = default;
+    algorithm_choice(std::string n) : name(std::move(n)) {}
+    algorithm_choice(std::string_view n) : name(n) {}
+    algorithm_choice(const char* n) : name(n) {}
+};
+
 struct call_options {
     std::optional<std::uint64_t> generation;
-    std::string algorithm; // empty: the default choice
+    algorithm_choice algorithm;
     int root = 0;
 };
 
@@ -38,6 +54,7 @@ template <class T>
 concept call_option = std::is_same_v<std::remove_cvref_t<T>, tutti::generation> ||
     std::is_same_v<std::remove_cvref_t<T>, tutti::root> ||
     std::is_same_v<std::remove_cvref_t<T>, tutti::use> ||
+    std::is_same_v<std::remove_cvref_t<T>, tutti::fallback> ||
     std::is_same_v<std::remove_cvref_t<T>, call_options>;
 
 namespace detail {
@@ -49,7 +66,10 @@ inline void apply_option(call_options& o, const tutti::root& r) {
     o.root = r.value;
 }
 inline void apply_option(call_options& o, const tutti::use& u) {
-    o.algorithm = u.name;
+    o.algorithm.name = u.name;
+}
+inline void apply_option(call_options& o, const tutti::fallback& f) {
+    o.algorithm.on_fail = f.mode;
 }
 inline void apply_option(call_options& o, const call_options& given) {
     o = given;
@@ -68,11 +88,17 @@ call_context begin_call(const communicator& comm, collective kind, const call_op
 // Throws errc::invalid_root unless 0 <= root < size.
 void check_root(const communicator& comm, collective kind, int root);
 
-// Chooses (or checks the forced) algorithm for `args` and runs it as part
-// `phase` of the call.
+// Chooses the algorithm for `args` (the named one, checked, or what
+// selection picks) and runs it as part `phase` of the call. A phase of
+// another collective than the call's (an all_reduce inside a gather) is a
+// sub-call: the environment's overrides are for the user's collective.
 template <class Args>
 task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
-                     const call_signature& signature, std::string_view forced);
+                     const call_signature& signature, const algorithm_choice& choice);
+
+// The signature with what the communicator tells: transport, its
+// capabilities, hierarchy.
+call_signature with_communicator(call_signature signature, const communicator& comm);
 
 } // namespace detail
 
@@ -94,10 +120,13 @@ call_signature signature_of(const communicator& comm, const exscan_args& args);
 // own: it takes the given generation (or the next), the named algorithm (or
 // the default choice) and checks restrictions as any call does. This is how a
 // composition issues a sub-collective on another communicator, e.g. with
-// generation(3 * k - 2) on a part for the user's generation k.
+// generation(3 * k - 2) on a part for the user's generation k. It is a
+// sub-call: where it names no algorithm, selection chooses with the trees,
+// never with the environment's overrides (which are for the user's call).
 template <class Args, call_option... Options>
 task<void> run_collective(communicator comm, Args args, Options... options) {
     auto o = detail::make_options(options...);
+    o.algorithm.sub_call = true;
     auto call = detail::begin_call(comm, Args::kind, o);
     co_await detail::run_phase(call, 0, args, signature_of(comm, args), o.algorithm);
 }

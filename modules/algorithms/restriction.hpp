@@ -1,9 +1,13 @@
 // Restrictions are data: each algorithm lists the conditions it needs, and
 // checking one against a call gives "holds" or the reason it fails, so a
-// selection can walk on to the next candidate and say why.
+// selection can walk on to the next candidate and say why. The decision
+// trees test the same conditions (select/tree.hpp), which is how loading a
+// tree can prove that `auto` never picks an algorithm whose restriction fails.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,7 +16,7 @@
 
 namespace tutti {
 
-enum class restriction {
+enum class restriction_kind {
     power_of_two,        // communicator size is a power of two
     commutative_op,      // the reduction is commutative
     builtin_op,          // the reduction is one of tutti's own
@@ -20,12 +24,64 @@ enum class restriction {
     not_in_place,        // they are not
     equal_counts,        // every rank contributes the same number of elements
     count_at_least_size, // at least one element per rank (to split the data)
+    hierarchy_available, // the communicator carries a hierarchy (tutti::hierarchy)
+    node_consecutive,    // the ranks of each node are consecutive in the communicator
+    single_copy,         // the transport lets a peer read or write our memory directly
+    min_size,            // at least `bound` ranks
+    max_size,            // at most `bound` ranks
 };
 
-std::string_view to_string(restriction r) noexcept;
+inline constexpr std::array all_restriction_kinds = {
+    restriction_kind::power_of_two,
+    restriction_kind::commutative_op,
+    restriction_kind::builtin_op,
+    restriction_kind::in_place,
+    restriction_kind::not_in_place,
+    restriction_kind::equal_counts,
+    restriction_kind::count_at_least_size,
+    restriction_kind::hierarchy_available,
+    restriction_kind::node_consecutive,
+    restriction_kind::single_copy,
+    restriction_kind::min_size,
+    restriction_kind::max_size,
+};
+
+// One restriction: a kind, and for the size bounds the bound. Written as
+// `restriction::power_of_two` or `restriction::at_least_ranks(4)`.
+struct restriction {
+    using enum restriction_kind;
+
+    restriction_kind kind = power_of_two;
+    std::int64_t bound = 0; // min_size, max_size: the number of ranks
+
+    constexpr restriction(restriction_kind k) noexcept : kind(k) {}
+    static constexpr restriction at_least_ranks(std::int64_t n) noexcept {
+        restriction r(min_size);
+        r.bound = n;
+        return r;
+    }
+    static constexpr restriction at_most_ranks(std::int64_t n) noexcept {
+        restriction r(max_size);
+        r.bound = n;
+        return r;
+    }
+    friend constexpr bool operator==(const restriction&, const restriction&) = default;
+};
+
+std::string_view to_string(restriction_kind k) noexcept;
+// "power_of_two", "min_size(4)".
+std::string to_string(restriction r);
+std::optional<restriction_kind> restriction_from_string(std::string_view name) noexcept;
+// A yes/no condition of the call (all but the size bounds): what a decision
+// tree may test as "name=yes" / "name=no".
+constexpr bool is_flag(restriction_kind k) noexcept {
+    return k != restriction_kind::min_size && k != restriction_kind::max_size;
+}
 
 // What selection and restriction checks know of a call; the same on every
-// rank (nothing here may depend on which rank asks).
+// rank (nothing here may depend on which rank asks). The communicator's part
+// (transport, hierarchy, nodes) is filled in by the dispatch from the
+// communicator the call runs on.
 struct call_signature {
     collective kind = collective::barrier;
     int comm_size = 1;
@@ -36,8 +92,23 @@ struct call_signature {
     bool builtin_op = true;
     bool in_place = false;
     bool equal_counts = true;
+    bool has_hierarchy = false; // the communicator carries a hierarchy
+    // The transport's name ("inproc", "shm", "tcp", "shm+tcp", ...); it must
+    // outlive the signature (transports return literals).
+    std::string_view transport;
+    bool single_copy = false; // the transport's capability
+    // The ranks' placement on nodes. 0 means unknown and reads as one node
+    // holding every rank (ranks_per_node = comm_size, nodes = 1), which is
+    // what a communicator without node information is.
+    int ranks_per_node = 0;
+    int nodes = 0;
+    bool node_consecutive = true;
+
+    friend bool operator==(const call_signature&, const call_signature&) = default;
 };
 
+// True when the restriction holds; cheap, for decision trees on every call.
+bool holds(restriction r, const call_signature& call) noexcept;
 // nullopt when the restriction holds, otherwise the reason it fails.
 std::optional<std::string> check(restriction r, const call_signature& call);
 

@@ -27,6 +27,9 @@ public:
     virtual const std::string& node() const noexcept = 0;
     // "pmix" or "env", for logs and tutti-info.
     virtual std::string_view method() const noexcept = 0;
+    // The address (no port) at which other ranks can reach this one, as the
+    // bootstrap saw it; "" when it cannot tell. Transports listen there.
+    virtual std::string reachable_address() const { return {}; }
 
     // Collective over every rank of the job: each contributes a blob, each
     // gets every blob in rank order. Throws tutti::error (errc::timeout)

@@ -892,6 +892,16 @@ const std::string& env_bootstrap::job_id() const noexcept {
 const std::string& env_bootstrap::node() const noexcept {
     return impl_->config_.node;
 }
+std::string env_bootstrap::reachable_address() const {
+    asio::error_code ec;
+    const auto& peers = impl_->peers_;
+    const auto address =
+        impl_->config_.rank == 0
+            ? (peers.size() > 1 && peers[1] ? peers[1]->local_endpoint(ec) : tcp::endpoint())
+            : impl_->root_.local_endpoint(ec);
+    if (ec || address.port() == 0) return {};
+    return address.address().to_string();
+}
 
 std::vector<std::vector<std::byte>> env_bootstrap::all_gather(std::span<const std::byte> mine) {
     return impl_->all_gather(mine);

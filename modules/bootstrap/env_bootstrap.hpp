@@ -70,6 +70,9 @@ public:
     const std::string& job_id() const noexcept override;
     const std::string& node() const noexcept override;
     std::string_view method() const noexcept override { return "env"; }
+    // The local address of this rank's connection with the rendezvous (for
+    // rank 0: the address rank 1 reached it at); "" for a job of one rank.
+    std::string reachable_address() const override;
 
     // Blobs up to 64 MiB each. After a failure (timeout, lost peer) the
     // bootstrap is unusable: every later call throws that failure again.

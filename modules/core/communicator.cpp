@@ -79,6 +79,24 @@ std::uint64_t derive_id(std::uint64_t parent, std::uint64_t sequence, std::int64
 }
 } // namespace
 
+std::shared_ptr<const tutti::hierarchy> communicator::hierarchy() const noexcept {
+    return state_ ? state_->levels : nullptr;
+}
+
+communicator communicator::with_hierarchy(std::shared_ptr<const tutti::hierarchy> levels) const {
+    require_valid(state_.get());
+    auto s = std::make_shared<state>();
+    s->transport = state_->transport;
+    // A colour no split can use (they are >= 0), so the new identity is
+    // distinct from every split's.
+    s->id = derive_id(state_->id, next_split_sequence(), -2);
+    s->rank = state_->rank;
+    s->size = state_->size;
+    s->world_ranks = state_->world_ranks;
+    s->levels = std::move(levels);
+    return communicator(std::move(s));
+}
+
 task<communicator> communicator::split(int color, int key) const {
     require_valid(state_.get());
     if (color < 0 && color != undefined_color)

@@ -14,6 +14,8 @@
 
 namespace tutti {
 
+class hierarchy; // modules/hierarchy/hierarchy.hpp
+
 // A split colour meaning "not in any new communicator", as MPI_UNDEFINED.
 inline constexpr int undefined_color = -1;
 
@@ -48,6 +50,13 @@ public:
     // Split bookkeeping, so every rank derives the same new identity.
     std::uint64_t next_split_sequence() const;
 
+    // The hierarchy the hierarchical compositions follow; nullptr: none.
+    std::shared_ptr<const tutti::hierarchy> hierarchy() const noexcept;
+    // A new communicator of the same ranks, with an identity and generations
+    // of its own, carrying `levels`. Local (no message): every rank must call
+    // it in the same order on this communicator, as it numbers like split.
+    communicator with_hierarchy(std::shared_ptr<const tutti::hierarchy> levels) const;
+
     friend bool operator==(const communicator& a, const communicator& b) noexcept {
         return a.state_ == b.state_;
     }
@@ -62,6 +71,7 @@ private:
         mutable std::mutex mutex;
         generation_registry generations;
         std::uint64_t splits = 0;
+        std::shared_ptr<const tutti::hierarchy> levels;
     };
     explicit communicator(std::shared_ptr<state> s) : state_(std::move(s)) {}
 

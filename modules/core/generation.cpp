@@ -10,6 +10,12 @@ void generation_registry::claim(std::uint64_t wanted) {
     if (wanted == 0)
         throw error(errc::invalid_generation,
                     "generation 0 is not a valid generation; generations start at 1");
+    // The common case, the next generation in order, touches no set.
+    if (wanted == all_used_up_to_ + 1 && used_above_.empty()) {
+        all_used_up_to_ = wanted;
+        if (wanted > largest_) largest_ = wanted;
+        return;
+    }
     if (wanted <= all_used_up_to_ || used_above_.count(wanted))
         throw error(errc::reused_generation,
                     fmt::format("generation {} was already used on this communicator (or is more "

@@ -57,31 +57,48 @@ void fill(std::span<std::byte> into, bool any_size, const request& done,
 
 } // namespace
 
+namespace {
+
+bool same_call(const message_key& a, const message_key& b) noexcept {
+    return a.communicator == b.communicator && a.generation == b.generation && a.source == b.source;
+}
+
+bool same_message(const message_key& a, const message_key& b) noexcept {
+    return a.step == b.step && same_call(a, b);
+}
+
+} // namespace
+
 request mailbox::post(const message_header& expected, std::span<std::byte> into, bool any_size) {
     auto done = make_request();
     std::unique_lock lock(mutex_);
-    auto& b = buckets_[call_of(expected.key)];
-    auto same_step = std::find_if(b.arrived.begin(), b.arrived.end(), [&](const auto& m) {
-        return m.header.key.step == expected.key.step;
+    auto same_step = std::find_if(arrived_.begin(), arrived_.end(), [&](const auto& m) {
+        return same_message(m.header.key, expected.key);
     });
-    if (same_step != b.arrived.end()) {
-        arrived_message m = std::move(*same_step);
-        b.arrived.erase(same_step);
-        if (b.posted.empty() && b.arrived.empty()) buckets_.erase(call_of(expected.key));
-        lock.unlock();
-        if (auto bad = check_match(expected, m.header, any_size)) {
+    if (same_step != arrived_.end()) {
+        if (auto bad = check_match(expected, same_step->header, any_size)) {
+            arrived_.erase(same_step);
+            lock.unlock();
             done->complete(bad);
         } else if (any_size) {
-            done->complete_with_payload(std::move(m.payload));
+            auto payload = same_step->take();
+            arrived_.erase(same_step);
+            lock.unlock();
+            done->complete_with_payload(std::move(payload));
         } else {
-            fill(into, false, done, m.payload);
+            // Copied under the lock: the entry's inline bytes die with it.
+            const auto payload = same_step->payload();
+            if (!payload.empty()) std::memcpy(into.data(), payload.data(), payload.size());
+            arrived_.erase(same_step);
+            lock.unlock();
+            done->complete();
         }
         return done;
     }
     // A message of the same call but another collective will never be
     // followed by ours: report it now instead of waiting.
-    for (const auto& m : b.arrived) {
-        if (m.header.kind != expected.kind) {
+    for (const auto& m : arrived_) {
+        if (same_call(m.header.key, expected.key) && m.header.kind != expected.kind) {
             auto bad = check_match(expected, m.header, true);
             lock.unlock();
             done->complete(bad);
@@ -93,19 +110,24 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
         done->complete(failure_);
         return done;
     }
-    b.posted.push_back({expected, into, any_size, done});
+    posted_.push_back({expected, into, any_size, done});
     return done;
+}
+
+void mailbox::complete_mismatched(std::unique_lock<std::mutex>& lock) {
+    if (mismatched_.empty()) return;
+    auto failed = std::move(mismatched_);
+    mismatched_.clear();
+    lock.unlock();
+    for (auto& [done, why] : failed)
+        done->complete(why);
 }
 
 std::optional<mailbox::claimed_receive> mailbox::claim(const message_header& header) {
     std::unique_lock lock(mutex_);
     auto claimed = claim_locked(lock, header);
     if (claimed) return claimed;
-    auto failed = std::move(mismatched_);
-    mismatched_.clear();
-    lock.unlock();
-    for (auto& [done, why] : failed)
-        done->complete(why);
+    complete_mismatched(lock);
     return std::nullopt;
 }
 
@@ -114,16 +136,12 @@ std::optional<mailbox::claimed_receive> mailbox::claim(const message_header& hea
 // only when it returns a receive or failed one.
 std::optional<mailbox::claimed_receive> mailbox::claim_locked(std::unique_lock<std::mutex>& lock,
                                                               const message_header& header) {
-    auto found = buckets_.find(call_of(header.key));
-    if (found == buckets_.end()) return std::nullopt;
-    auto& b = found->second;
-    auto same_step = std::find_if(b.posted.begin(), b.posted.end(), [&](const auto& r) {
-        return r.expected.key.step == header.key.step;
+    auto same_step = std::find_if(posted_.begin(), posted_.end(), [&](const auto& r) {
+        return same_message(r.expected.key, header.key);
     });
-    if (same_step == b.posted.end()) return std::nullopt;
+    if (same_step == posted_.end()) return std::nullopt;
     posted_receive r = std::move(*same_step);
-    b.posted.erase(same_step);
-    if (b.posted.empty() && b.arrived.empty()) buckets_.erase(found);
+    posted_.erase(same_step);
     if (auto bad = check_match(r.expected, header, r.any_size)) {
         // The message itself is still queued below, under the lock.
         mismatched_.push_back({r.done, bad});
@@ -147,24 +165,26 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     }
     // Nobody waits for it yet. A receive of the same call waiting for another
     // collective will never be matched: fail it now rather than hang.
-    auto& b = buckets_[call_of(header.key)];
-    for (auto it = b.posted.begin(); it != b.posted.end();) {
-        if (it->expected.kind != header.kind) {
+    for (auto it = posted_.begin(); it != posted_.end();) {
+        if (same_call(it->expected.key, header.key) && it->expected.kind != header.kind) {
             mismatched_.push_back({it->done, check_match(it->expected, header, true)});
-            it = b.posted.erase(it);
+            it = posted_.erase(it);
         } else {
             ++it;
         }
     }
-    if constexpr (std::is_same_v<std::remove_cvref_t<Payload>, std::vector<std::byte>>)
-        b.arrived.push_back({header, std::move(payload)});
-    else
-        b.arrived.push_back({header, std::vector<std::byte>(payload.begin(), payload.end())});
-    auto failed = std::move(mismatched_);
-    mismatched_.clear();
-    lock.unlock();
-    for (auto& [done, why] : failed)
-        done->complete(why);
+    auto& m = arrived_.emplace_back();
+    m.header = header;
+    if constexpr (std::is_same_v<std::remove_cvref_t<Payload>, std::vector<std::byte>>) {
+        m.heap = std::move(payload);
+    } else if (payload.size() <= arrived_message::inline_bytes) {
+        if (!payload.empty()) std::memcpy(m.local.data(), payload.data(), payload.size());
+        m.local_bytes = payload.size();
+        m.is_inline = true;
+    } else {
+        m.heap.assign(payload.begin(), payload.end());
+    }
+    complete_mismatched(lock);
 }
 
 void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {
@@ -176,14 +196,27 @@ void mailbox::deliver(const message_header& header, std::vector<std::byte>&& pay
 }
 
 void mailbox::fail(std::exception_ptr failure) {
-    std::vector<request> waiting;
+    std::vector<posted_receive> waiting;
     {
         std::lock_guard lock(mutex_);
         if (!failure_) failure_ = failure;
-        for (auto& [key, b] : buckets_) {
-            for (auto& r : b.posted)
-                waiting.push_back(r.done);
-            b.posted.clear();
+        waiting.swap(posted_);
+    }
+    for (auto& r : waiting)
+        r.done->complete(failure);
+}
+
+void mailbox::fail_source(std::int32_t source, std::exception_ptr failure) {
+    std::vector<request> waiting;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = posted_.begin(); it != posted_.end();) {
+            if (it->expected.key.source == source) {
+                waiting.push_back(it->done);
+                it = posted_.erase(it);
+            } else {
+                ++it;
+            }
         }
     }
     for (auto& r : waiting)
@@ -193,11 +226,10 @@ void mailbox::fail(std::exception_ptr failure) {
 std::vector<std::string> mailbox::pending() const {
     std::vector<std::string> lines;
     std::lock_guard lock(mutex_);
-    for (const auto& [key, b] : buckets_)
-        for (const auto& r : b.posted)
-            lines.push_back(fmt::format("{} '{}' waits for {}", to_string(r.expected.kind),
-                                        algorithm_name(r.expected.algorithm),
-                                        describe(r.expected.key)));
+    for (const auto& r : posted_)
+        lines.push_back(fmt::format("{} '{}' waits for {}", to_string(r.expected.kind),
+                                    algorithm_name(r.expected.algorithm),
+                                    describe(r.expected.key)));
     std::sort(lines.begin(), lines.end());
     return lines;
 }

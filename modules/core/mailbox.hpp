@@ -3,16 +3,21 @@
 // into a mailbox; an algorithm posts into it. Matching is on (communicator,
 // generation, step, source); within one (communicator, generation, source) a
 // different collective or algorithm is reported as a mismatch, not waited on.
+//
+// Every message passes here, so the lists are flat vectors scanned in order:
+// a rank has few receives and early messages outstanding at once, and a scan
+// of a few entries costs less than hashing, and allocates nothing once the
+// vectors have grown. Payloads that arrive early and are small are kept
+// inside their entry.
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +53,10 @@ public:
     // (a lost peer, an aborted world). Messages already queued stay readable.
     void fail(std::exception_ptr failure);
 
+    // Fails the receives now pending from world rank `source` only (a peer
+    // that closed on purpose while others still wait for it).
+    void fail_source(std::int32_t source, std::exception_ptr failure);
+
     // One line per receive still waiting, for deadlock and timeout reports.
     std::vector<std::string> pending() const;
 
@@ -58,22 +67,35 @@ private:
         bool any_size;
         request done;
     };
+    // A message that arrived before its receive: small payloads inline,
+    // others in (or moved into) a vector.
     struct arrived_message {
+        static constexpr std::size_t inline_bytes = 64;
         message_header header;
-        std::vector<std::byte> payload;
-    };
-    struct bucket {
-        std::deque<posted_receive> posted;
-        std::deque<arrived_message> arrived;
+        std::vector<std::byte> heap;
+        std::array<std::byte, inline_bytes> local;
+        std::size_t local_bytes = 0;
+        bool is_inline = false;
+
+        std::span<const std::byte> payload() const {
+            return is_inline ? std::span<const std::byte>(local.data(), local_bytes)
+                             : std::span<const std::byte>(heap);
+        }
+        std::vector<std::byte> take() {
+            if (is_inline) return {local.begin(), local.begin() + local_bytes};
+            return std::move(heap);
+        }
     };
 
     std::optional<claimed_receive> claim_locked(std::unique_lock<std::mutex>& lock,
                                                 const message_header& header);
     template <class Payload>
     void deliver_any(const message_header& header, Payload&& payload);
+    void complete_mismatched(std::unique_lock<std::mutex>& lock);
 
     mutable std::mutex mutex_;
-    std::unordered_map<call_key, bucket, call_key_hash> buckets_;
+    std::vector<posted_receive> posted_;   // in the order posted
+    std::vector<arrived_message> arrived_; // in the order arrived
     // Receives found not to fit while the lock was held, failed after it.
     std::vector<std::pair<request, std::exception_ptr>> mismatched_;
     std::exception_ptr failure_;

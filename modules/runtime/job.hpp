@@ -1,7 +1,8 @@
 // A process's place in a multi-process job: joins the job the way it was
 // launched (PMIx under mpirun or srun; the environment under tuttirun or by
-// hand), connects the ranks through shared memory, and hands out the world
-// communicator. One per process.
+// hand), connects the ranks (shared memory within a node, TCP between nodes,
+// see transports/routed/routed.hpp), and hands out the world communicator.
+// One per process.
 //
 //   int main() {
 //       tutti::job job;
@@ -14,16 +15,23 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "bootstrap/bootstrap.hpp"
 #include "core/communicator.hpp"
 #include "core/task.hpp"
+#include "transports/routed/routed.hpp"
 #include "transports/shm/shm.hpp"
+#include "transports/tcp/tcp.hpp"
 
 namespace tutti {
 
 struct job_options {
     shm::options shared_memory;
+    tcp::options tcp;
+    // nullopt: TUTTI_TRANSPORT decides (auto when unset): shared memory
+    // within a node, TCP between nodes; shm or tcp force one for every peer.
+    std::optional<routed::choice> transport;
 };
 
 class job {
@@ -40,7 +48,14 @@ public:
     const communicator& world() const noexcept { return world_; }
     asio::io_context& context() noexcept { return context_; }
     const tutti::bootstrap& launch() const noexcept { return *bootstrap_; }
-    const shm::transport& shared_memory() const noexcept { return *transport_; }
+    // Which rank is on which node and reached through what (printed at start
+    // when TUTTI_DEBUG is set).
+    const routed::routing_table& routes() const noexcept { return connected_.routes; }
+    // The shared-memory transport among this node's ranks; a tutti::error
+    // when this rank has none (every peer through TCP).
+    const shm::transport& shared_memory() const;
+    // The TCP transport, or nullptr when the job does not use one.
+    const tcp::transport* tcp() const noexcept { return connected_.tcp.get(); }
 
     // Runs body(world) to completion on this thread, then waits at a barrier
     // so no rank leaves while others still read from it.
@@ -49,7 +64,7 @@ public:
 private:
     asio::io_context context_;
     std::unique_ptr<tutti::bootstrap> bootstrap_;
-    std::shared_ptr<shm::transport> transport_;
+    routed::world connected_;
     communicator world_;
     bool finished_ = false;
 };

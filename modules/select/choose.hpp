@@ -1,23 +1,23 @@
-// Picks the algorithm a call runs: the one the caller named (checked against
-// its restrictions), or the first of the collective's default preference
-// list whose restrictions hold. The full JSON decision tree is a later layer
-// over the same catalog; this is its simple, always-valid baseline.
+// From a selection (select/selection.hpp) to the typed algorithm a dispatch
+// runs: the decision is made on the call's signature alone, then the
+// algorithm of that name is looked up for the collective's argument type.
 #pragma once
 
 #include <string_view>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "select/selection.hpp"
 
 namespace tutti {
 
-// The default preference for a call, best first. Names only; the caller
-// skips names whose restrictions fail.
-std::vector<std::string_view> default_preference(const call_signature& call);
+// The algorithm for a call as `request` asks (see select_algorithm).
+template <class Args>
+const algorithm<Args>& choose(const call_signature& call, const selection_request& request,
+                              selection_explanation* why = nullptr);
 
-// Throws tutti::error: unknown_algorithm when `forced` names no algorithm of
-// the collective, restriction_violated when its restrictions fail here.
-// An empty `forced` or "auto" means the default choice.
+// The named algorithm (checked against its restrictions; errors as
+// select_algorithm), or for an empty name or "auto" what the trees choose.
+// As a composition's sub-call: the environment's overrides do not apply.
 template <class Args>
 const algorithm<Args>& choose(const call_signature& call, std::string_view forced);
 

@@ -63,3 +63,38 @@ TEST_CASE("a rank killed mid-collective: the others name it, tuttirun fails, not
         CHECK(tutti_segments() == before);
     }
 }
+
+// The same across nodes: one tuttirun per (posed or namespaced) host, see
+// multi_host.sh. The survivors on the victim's node learn of it through
+// shared memory, the others through TCP, and every one must name it.
+TEST_CASE("a rank killed on one node: the ranks on every node name it") {
+    const auto tuttirun = program("TUTTIRUN");
+    const auto probe = program("FAULT_PROBE");
+    const auto multi_host = program("MULTI_HOST");
+    struct layout {
+        const char* how;
+        int hosts, per_host, victim;
+    };
+    // Mixed shared memory and TCP on posed nodes and in network namespaces;
+    // TCP alone with every rank on a node of its own.
+    for (const auto& l : {layout{"", 2, 2, 3}, layout{"", 3, 1, 1}, layout{"--netns ", 2, 2, 2}}) {
+        CAPTURE(l.how);
+        CAPTURE(l.hosts);
+        CAPTURE(l.per_host);
+        auto f = run("timeout 120 bash " + multi_host + " " + l.how + "--hosts " +
+                     std::to_string(l.hosts) + " --ranks-per-host " + std::to_string(l.per_host) +
+                     " --grace-ms 5000 --timeout 60 -- " + tuttirun + " " + probe + " " +
+                     std::to_string(l.victim));
+        CAPTURE(f.output);
+        if (f.status == 77) {
+            MESSAGE("network namespaces are not available here: " << f.output);
+            continue;
+        }
+        CHECK(f.status == 128 + 9); // the victim's tuttirun reports its SIGKILL
+        for (int r = 0; r < l.hosts * l.per_host; ++r) {
+            if (r == l.victim) continue;
+            CHECK(f.output.find("rank " + std::to_string(r) + ": peer lost: tutti: rank " +
+                                std::to_string(l.victim) + " ") != std::string::npos);
+        }
+    }
+}

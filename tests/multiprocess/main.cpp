@@ -2,10 +2,14 @@
 // as the in-process suite, on the job's world (see tests/support/harness.hpp).
 // Started by tuttirun or mpirun, one process per rank:
 //   ./build/tools/tuttirun/tuttirun -n 4 ./build/tests/multiprocess/tutti-job-tests
+// TUTTI_EXPECT_TRANSPORT=shm+tcp (say) makes a job whose world went through
+// another transport fail, so a test meant for TCP cannot pass over shared
+// memory alone.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "runtime/job.hpp"
@@ -17,6 +21,13 @@ int main(int argc, char** argv) {
         std::printf("tutti-job-tests: %d ranks over %s, joined through %s\n", job.size(),
                     std::string(job.world().transport().name()).c_str(),
                     std::string(job.launch().method()).c_str());
+    const std::string transport(job.world().transport().name());
+    if (const char* expected = std::getenv("TUTTI_EXPECT_TRANSPORT");
+        expected && transport != expected) {
+        std::fprintf(stderr, "rank %d: the world's transport is %s, not %s as expected\n",
+                     job.rank(), transport.c_str(), expected);
+        return 1;
+    }
     tutti::testing::job_world() = job.world();
     doctest::Context context(argc, argv);
     // One full report for the job is enough; the other ranks print failures.

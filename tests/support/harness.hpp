@@ -71,11 +71,14 @@ inline std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t inde
     return (from * 100003 + to) * 1000003 + index;
 }
 
-// Every algorithm name registered for a collective.
+// Every pure algorithm registered for a collective: what runs on a plain
+// communicator. Compositions need more than a communicator (a hierarchy, for
+// the hierarchical ones) and are swept where that exists: tests/hierarchy,
+// topology/tests and the selection matrix in tests/select.
 inline std::vector<std::string> algorithm_names(collective kind) {
     std::vector<std::string> names;
     for (const auto* info : algorithms().list(kind))
-        names.push_back(info->name);
+        if (info->form == algorithm_kind::pure) names.push_back(info->name);
     return names;
 }
 

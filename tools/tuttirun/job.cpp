@@ -1,10 +1,13 @@
 #include "job.hpp"
 
 #include "output.hpp"
+#include "secret.hpp"
 #include "segments.hpp"
 #include "status.hpp"
 
+#include <bootstrap/env_bootstrap.hpp>
 #include <core/error.hpp>
+#include <transports/tcp/handshake.hpp>
 
 #include <asio/buffer.hpp>
 #include <asio/ip/tcp.hpp>
@@ -30,9 +33,10 @@ namespace tuttirun {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> job_variables = {
-    "TUTTI_RANK",       "TUTTI_SIZE",   "TUTTI_LOCAL_RANK",           "TUTTI_LOCAL_SIZE",
-    "TUTTI_RENDEZVOUS", "TUTTI_JOB_ID", "TUTTI_BOOTSTRAP_TIMEOUT_MS", "TUTTI_BOUND_CORE",
+constexpr std::array<std::string_view, 9> job_variables = {
+    "TUTTI_RANK",       "TUTTI_SIZE",   "TUTTI_LOCAL_RANK", "TUTTI_LOCAL_SIZE",
+    "TUTTI_RENDEZVOUS", "TUTTI_JOB_ID", "TUTTI_JOB_SECRET", "TUTTI_BOOTSTRAP_TIMEOUT_MS",
+    "TUTTI_BOUND_CORE",
 };
 
 bool names_variable(std::string_view entry, std::string_view name) {
@@ -121,12 +125,14 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base,
     }
     env.push_back(fmt::format("TUTTI_RANK={}", identity.rank));
     env.push_back(fmt::format("TUTTI_SIZE={}", identity.size));
-    // Every rank of a tuttirun job is on this machine.
-    env.push_back(fmt::format("TUTTI_LOCAL_RANK={}", identity.rank));
-    env.push_back(fmt::format("TUTTI_LOCAL_SIZE={}", identity.size));
+    // The ranks this tuttirun starts are on this machine.
+    env.push_back(fmt::format("TUTTI_LOCAL_RANK={}", identity.local_rank.value_or(identity.rank)));
+    env.push_back(fmt::format("TUTTI_LOCAL_SIZE={}", identity.local_size.value_or(identity.size)));
     env.push_back(fmt::format("TUTTI_RENDEZVOUS={}", identity.rendezvous));
     env.push_back(fmt::format("TUTTI_JOB_ID={}", identity.job_id));
     env.push_back(fmt::format("TUTTI_BOOTSTRAP_TIMEOUT_MS={}", identity.bootstrap_timeout.count()));
+    if (!identity.secret.empty())
+        env.push_back(fmt::format("TUTTI_JOB_SECRET={}", identity.secret));
     if (identity.node) env.push_back(fmt::format("TUTTI_NODE={}", *identity.node));
     if (identity.bound_core)
         env.push_back(fmt::format("TUTTI_BOUND_CORE={}", *identity.bound_core));
@@ -166,8 +172,11 @@ struct job::rank_process {
 };
 
 job::job(launch_options options)
-    : options_(std::move(options)), id_(make_job_id()),
+    : options_(std::move(options)), id_(options_.job_id.value_or(make_job_id())),
       rendezvous_(options_.rendezvous.empty() ? free_rendezvous() : options_.rendezvous),
+      secret_(job_secret_for(options_.secret_file,
+                             tutti::process_env(tutti::tcp::job_secret_variable),
+                             options_.partial())),
       child_signal_(io_, SIGCHLD), stop_signals_(io_, SIGINT, SIGTERM, SIGHUP), timeout_timer_(io_),
       grace_timer_(io_), drain_timer_(io_) {
     if (options_.ranks < 1) {
@@ -176,6 +185,11 @@ job::job(launch_options options)
     }
     if (options_.command.empty())
         throw tutti::error(tutti::errc::invalid_argument, "no program to run");
+    if (options_.first_rank < 0 || options_.first_rank + options_.ranks > options_.size())
+        throw tutti::error(tutti::errc::invalid_argument,
+                           fmt::format("ranks {}..{} are not part of a job of {}",
+                                       options_.first_rank,
+                                       options_.first_rank + options_.ranks - 1, options_.size()));
     if (options_.bind == bind_policy::core) binder_.emplace();
     for (char** e = environ; *e != nullptr; ++e)
         base_environment_.emplace_back(*e);
@@ -204,8 +218,13 @@ int job::run() {
                                            options_.output_dir->string(), ec.message()));
         }
     }
-    debug(fmt::format("job {}: {} rank(s) of '{}', rendezvous {}", id_, options_.ranks,
-                      options_.command.front(), rendezvous_));
+    if (options_.partial())
+        debug(fmt::format("job {}: ranks {}..{} of {} of '{}', rendezvous {}", id_,
+                          options_.first_rank, options_.first_rank + options_.ranks - 1,
+                          options_.size(), options_.command.front(), rendezvous_));
+    else
+        debug(fmt::format("job {}: {} rank(s) of '{}', rendezvous {}", id_, options_.ranks,
+                          options_.command.front(), rendezvous_));
 
     for (int r = 0; r < options_.ranks && !ending_; ++r) {
         try {
@@ -230,18 +249,22 @@ int job::run() {
     return status_.value_or(0);
 }
 
-bool job::launch(int rank) {
+bool job::launch(int local_rank) {
+    const int rank = options_.first_rank + local_rank;
     auto process = std::make_unique<rank_process>();
     process->rank = rank;
     rank_identity identity{.rank = rank,
-                           .size = options_.ranks,
+                           .size = options_.size(),
                            .job_id = id_,
                            .rendezvous = rendezvous_,
                            .bootstrap_timeout = options_.bootstrap_timeout,
-                           .node = options_.node};
+                           .node = options_.node,
+                           .local_rank = local_rank,
+                           .local_size = options_.ranks,
+                           .secret = secret_};
     int core = -1;
     if (binder_) {
-        core = binder_->core_for_rank(rank);
+        core = binder_->core_for_rank(local_rank);
         identity.bound_core = core;
     }
 

@@ -30,6 +30,10 @@ struct rank_identity {
     std::chrono::milliseconds bootstrap_timeout{30000};
     std::optional<std::string> node;
     std::optional<int> bound_core;
+    // This rank among the ranks this tuttirun starts (default: rank, size).
+    std::optional<int> local_rank;
+    std::optional<int> local_size;
+    std::string secret; // TUTTI_JOB_SECRET; not set when empty
 };
 
 // The rank's environment: base ("NAME=value" entries, e.g. tuttirun's own)
@@ -56,6 +60,7 @@ public:
 
     const std::string& id() const noexcept { return id_; }
     const std::string& rendezvous() const noexcept { return rendezvous_; }
+    const std::string& secret() const noexcept { return secret_; }
 
     // Runs the job to its end and returns tuttirun's exit status (see the
     // footer of --help). Call once.
@@ -65,7 +70,7 @@ private:
     struct output_stream;
     struct rank_process;
 
-    bool launch(int rank);
+    bool launch(int local_rank);
     void wait_for_children();
     void reap();
     void on_rank_end(rank_process& process, int wait_status);
@@ -84,6 +89,7 @@ private:
     launch_options options_;
     std::string id_;
     std::string rendezvous_;
+    std::string secret_;
     std::optional<core_binder> binder_;
     std::vector<std::string> base_environment_;
 

@@ -27,6 +27,16 @@ std::string check_rendezvous(const std::string& value) {
     return {};
 }
 
+// Job ids name shared-memory segments and must not be the start of another
+// job's id followed by a separator (see segments.hpp): letters and digits.
+std::string check_job_id(const std::string& value) {
+    if (value.empty() || value.size() > 64 ||
+        value.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
+            std::string::npos)
+        return "job id '" + value + "' is not 1 to 64 letters and digits";
+    return {};
+}
+
 constexpr const char* usage_line = "Usage: tuttirun -n N [options] [--] program [args...]";
 
 // CLI11 would print "tuttirun [OPTIONS]", which hides the program.
@@ -42,10 +52,12 @@ public:
 parse_outcome parse_command_line(const std::vector<std::string>& args) {
     launch_options o;
     CLI::App app{
-        "Starts N ranks of a tutti program on this machine and waits for them.\n"
+        "Starts N ranks of a tutti program on this machine and waits for them; with\n"
+        "--first-rank and --size, one part of a job that spans hosts (a tuttirun per host).\n"
         "Each rank gets TUTTI_RANK, TUTTI_SIZE, TUTTI_LOCAL_RANK, TUTTI_LOCAL_SIZE,\n"
-        "TUTTI_RENDEZVOUS, TUTTI_JOB_ID and TUTTI_BOOTSTRAP_TIMEOUT_MS in its environment\n"
-        "(and TUTTI_NODE, TUTTI_BOUND_CORE when asked); its stdin is /dev/null.\n",
+        "TUTTI_RENDEZVOUS, TUTTI_JOB_ID, TUTTI_JOB_SECRET and TUTTI_BOOTSTRAP_TIMEOUT_MS in\n"
+        "its environment (and TUTTI_NODE, TUTTI_BOUND_CORE when asked); its stdin is\n"
+        "/dev/null.\n",
         "tuttirun"};
     // Everything from the first positional on belongs to the program, even
     // arguments that look like tuttirun's options.
@@ -103,6 +115,29 @@ parse_outcome parse_command_line(const std::vector<std::string>& args) {
         ->type_name("MODE")
         ->capture_default_str()
         ->check(CLI::IsMember({"core", "none"}));
+    app.add_option("--first-rank", o.first_rank,
+                   "start ranks R.. of a job that other tuttiruns (other hosts) start the rest "
+                   "of; needs --size, --job-id, --rendezvous and a shared secret")
+        ->type_name("R")
+        ->check(CLI::Range(0, 65535));
+    int job_size = 0;
+    auto* size_opt = app.add_option("--size", job_size,
+                                    "ranks in the whole job, over every tuttirun (default: -n)")
+                         ->type_name("N")
+                         ->check(CLI::Range(1, 65536));
+    std::string job_id;
+    auto* job_id_opt = app.add_option("--job-id", job_id,
+                                      "the job's id (letters and digits), the same for every "
+                                      "tuttirun of the job (default: a random one)")
+                           ->type_name("ID")
+                           ->check(CLI::Validator(check_job_id, ""));
+    std::string secret_file;
+    auto* secret_opt =
+        app.add_option("--secret-file", secret_file,
+                       "read the job secret (TUTTI_JOB_SECRET, 64 hex digits) from FILE, or "
+                       "create FILE with a new one (mode 0600) if it does not exist; default: "
+                       "TUTTI_JOB_SECRET if set, else a new secret (one tuttirun only)")
+            ->type_name("FILE");
     app.add_flag("-v,--verbose", o.verbose,
                  "print debug messages: the job id, each rank's start and end, removed segments "
                  "(also on when TUTTI_DEBUG is set and not 0)");
@@ -145,6 +180,25 @@ parse_outcome parse_command_line(const std::vector<std::string>& args) {
     if (timeout_opt->count() > 0)
         o.timeout = std::chrono::milliseconds(std::llround(timeout_s * 1000.0));
     o.bind = bind == "core" ? bind_policy::core : bind_policy::none;
+    if (size_opt->count() > 0) o.job_size = job_size;
+    if (job_id_opt->count() > 0) o.job_id = job_id;
+    if (secret_opt->count() > 0) o.secret_file = secret_file;
+    std::string part_error;
+    if (o.first_rank + o.ranks > o.size())
+        part_error = fmt::format("--first-rank {} and -n {} go past the job's {} ranks (--size)",
+                                 o.first_rank, o.ranks, o.size());
+    else if (o.partial() && o.rendezvous.empty())
+        part_error = fmt::format("ranks {}..{} of {} are only part of the job: --rendezvous must "
+                                 "name where rank 0 listens, the same for every tuttirun",
+                                 o.first_rank, o.first_rank + o.ranks - 1, o.size());
+    else if (o.partial() && !o.job_id)
+        part_error = "part of a job (--size above -n) needs --job-id, the same for every tuttirun";
+    if (!part_error.empty()) {
+        outcome.exit_status = usage_error_status;
+        outcome.err =
+            fmt::format("tuttirun: {}\n{}  (see tuttirun --help)\n", part_error, usage_line);
+        return outcome;
+    }
     outcome.options = std::move(o);
     return outcome;
 }

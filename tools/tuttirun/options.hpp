@@ -27,6 +27,19 @@ struct launch_options {
     std::optional<std::chrono::milliseconds> timeout;
     bind_policy bind = bind_policy::none;
     bool verbose = false;
+    // Part of a job started by one tuttirun per host: this one starts ranks
+    // first_rank .. first_rank + ranks - 1 of a job of job_size ranks (all of
+    // them when job_size is unset), with the job id and secret every part
+    // shares (see docs/routing.md).
+    int first_rank = 0;
+    std::optional<int> job_size;
+    std::optional<std::string> job_id;
+    // The job secret (TUTTI_JOB_SECRET): read from this file, which the
+    // first tuttirun to need it creates (mode 0600).
+    std::optional<std::filesystem::path> secret_file;
+
+    int size() const noexcept { return job_size.value_or(ranks); }
+    bool partial() const noexcept { return size() != ranks; }
 };
 
 // Exit statuses with a meaning of their own, as the shell and timeout(1) use them.

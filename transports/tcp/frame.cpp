@@ -42,6 +42,8 @@ std::string_view to_string(frame_kind kind) noexcept {
         return "welcome";
     case frame_kind::goodbye:
         return "goodbye";
+    case frame_kind::lost:
+        return "lost";
     }
     return "unknown";
 }
@@ -83,7 +85,7 @@ frame_header decode_frame_header(std::span<const std::byte> bytes, const frame_l
                                     frame_version));
     const auto kind = get(bytes, 6, 1);
     if (kind < static_cast<std::uint8_t>(frame_kind::data) ||
-        kind > static_cast<std::uint8_t>(frame_kind::goodbye))
+        kind > static_cast<std::uint8_t>(frame_kind::lost))
         throw malformed(fmt::format("unknown frame kind {}", kind));
     const auto collective_kind = get(bytes, 7, 1);
     if (collective_kind > static_cast<std::uint8_t>(collective::split))

@@ -32,6 +32,7 @@ enum class frame_kind : std::uint8_t {
     proof = 4,     // handshake, connector -> acceptor
     welcome = 5,   // handshake, acceptor -> connector; the connection is up
     goodbye = 6,   // an orderly close: no more frames follow
+    lost = 7,      // the sender lost another rank; the payload is its rank (u32)
 };
 
 std::string_view to_string(frame_kind kind) noexcept;

@@ -33,7 +33,8 @@ task<void> recursive_doubling(const call_context& ctx, const all_reduce_args& a)
 
     const int pof2 = power_of_two_floor(p);
     const int extra = p - pof2;
-    std::vector<std::byte> incoming(bytes);
+    scratch<> buffer(bytes);
+    const auto incoming = buffer.span();
     auto result = a.recv.first(bytes);
 
     // Fold the extra ranks in: their partner holds x_even op x_odd.

@@ -1,6 +1,7 @@
 // The built tuttirun, run as a subprocess on the probe program. Every wait is
 // bounded; limits are generous and only decide "finished at all".
 #include "binding.hpp"
+#include "job.hpp"
 #include "spawn.hpp"
 
 #include <doctest/doctest.h>
@@ -395,4 +396,91 @@ TEST_CASE("--bind core puts rank r on core r mod cores") {
         ++seen;
     }
     CHECK(seen == n);
+}
+
+TEST_CASE("every rank of a job gets the same new secret, or the one given") {
+    const auto r = run({"-n", "2", "--prefix", probe_path(), "env"});
+    REQUIRE(r.finished);
+    CHECK(r.status == 0);
+    const auto vars = variables_by_rank(r.out);
+    REQUIRE(vars.size() == 2);
+    const auto secret = vars.at(0).at("TUTTI_JOB_SECRET");
+    CHECK(secret.size() == 64);
+    CHECK(vars.at(1).at("TUTTI_JOB_SECRET") == secret);
+
+    const std::string given(64, 'e');
+    launcher l({"-n", "2", "--prefix", probe_path(), "env"}, {}, {"TUTTI_JOB_SECRET=" + given});
+    REQUIRE(l.wait());
+    CHECK(l.status() == 0);
+    for (const auto& [rank, v] : variables_by_rank(l.out()))
+        CHECK(v.at("TUTTI_JOB_SECRET") == given);
+}
+
+TEST_CASE("--first-rank and --size start part of a job with its id and secret file") {
+    temp_dir dir;
+    const auto r =
+        run({"-n", "2", "--first-rank", "2", "--size", "4", "--job-id", "part7", "--rendezvous",
+             "127.0.0.1:9", "--secret-file", dir / "secret", "--prefix", probe_path(), "env"});
+    REQUIRE(r.finished);
+    CHECK(r.status == 0);
+    CAPTURE(r.err);
+    const auto secret = split_lines(read_file(dir.path() / "secret")).at(0);
+    const auto vars = variables_by_rank(r.out);
+    REQUIRE(vars.size() == 2);
+    for (const auto& [rank, v] : vars) {
+        CAPTURE(rank);
+        CHECK(v.at("TUTTI_RANK") == std::to_string(rank));
+        CHECK(v.at("TUTTI_LOCAL_RANK") == std::to_string(rank - 2));
+        CHECK(v.at("TUTTI_LOCAL_SIZE") == "2");
+        CHECK(v.at("TUTTI_SIZE") == "4");
+        CHECK(v.at("TUTTI_JOB_ID") == "part7");
+        CHECK(v.at("TUTTI_JOB_SECRET") == secret);
+    }
+    CHECK(vars.count(2) == 1);
+    CHECK(vars.count(3) == 1);
+
+    const auto refused = run({"-n", "2", "--size", "4", "--job-id", "part7", "--rendezvous",
+                              "127.0.0.1:9", probe_path(), "env"},
+                             std::chrono::seconds(60));
+    REQUIRE(refused.finished);
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find("--secret-file") != std::string::npos);
+}
+
+TEST_CASE("two tuttiruns start the two parts of one job") {
+    temp_dir dir;
+    const auto rendezvous = tuttirun::free_rendezvous();
+    const std::vector<std::string> shared = {"--size",        "3",
+                                             "--job-id",      "twoparts",
+                                             "--rendezvous",  rendezvous,
+                                             "--secret-file", dir / "secret",
+                                             "--prefix",      "--timeout-bootstrap",
+                                             "20000"};
+    auto part = [&](std::vector<std::string> own) {
+        own.insert(own.end(), shared.begin(), shared.end());
+        own.push_back(probe_path());
+        own.push_back("join");
+        return own;
+    };
+    launcher first(part({"-n", "1", "--first-rank", "0"}));
+    launcher second(part({"-n", "2", "--first-rank", "1"}));
+    REQUIRE(first.wait());
+    REQUIRE(second.wait());
+    CHECK(first.status() == 0);
+    CHECK(second.status() == 0);
+    CAPTURE(first.err());
+    CAPTURE(second.err());
+    const std::regex line(
+        R"(\[(\d+)\] rank=(\d+) size=(\d+) job=(\w+) method=(\w+) gathered=(.*))");
+    std::set<int> ranks;
+    for (const auto& l : split_lines(first.out() + second.out())) {
+        std::smatch m;
+        REQUIRE_MESSAGE(std::regex_match(l, m, line), "unexpected line: ", l);
+        CHECK(m[1] == m[2]);
+        CHECK(m[3] == "3");
+        CHECK(m[4] == "twoparts");
+        CHECK(m[6] == "0,1,2");
+        ranks.insert(std::stoi(m[2]));
+    }
+    CHECK(ranks == std::set<int>{0, 1, 2});
 }

@@ -3,6 +3,7 @@
 #include "job.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "secret.hpp"
 #include "segments.hpp"
 #include "spawn.hpp"
 #include "status.hpp"
@@ -201,4 +202,89 @@ TEST_CASE("a job refuses fewer than one rank or no program") {
     o.ranks = 1;
     o.command.clear();
     CHECK_THROWS_AS(job{o}, tutti::error);
+}
+
+TEST_CASE("parse_command_line: part of a job started on several hosts") {
+    const auto parsed =
+        parse_command_line({"-n", "2", "--first-rank", "4", "--size", "6", "--job-id", "abc123",
+                            "--rendezvous", "10.0.0.1:7000", "--secret-file", "/tmp/s", "prog"});
+    REQUIRE(parsed.options);
+    const auto& o = *parsed.options;
+    CHECK(o.first_rank == 4);
+    CHECK(o.size() == 6);
+    CHECK(o.partial());
+    CHECK(o.job_id == "abc123");
+    CHECK(o.secret_file == std::filesystem::path("/tmp/s"));
+
+    const auto whole = parse_command_line({"-n", "3", "prog"});
+    REQUIRE(whole.options);
+    CHECK(whole.options->first_rank == 0);
+    CHECK(whole.options->size() == 3);
+    CHECK_FALSE(whole.options->partial());
+    CHECK_FALSE(whole.options->job_id);
+
+    struct bad_case {
+        std::vector<std::string> args;
+        std::string says;
+    };
+    const std::vector<bad_case> cases = {
+        {{"-n", "2", "--first-rank", "3", "--size", "4", "--job-id", "j", "--rendezvous", "h:1",
+          "prog"},
+         "go past the job's 4 ranks"},
+        {{"-n", "2", "--size", "4", "--job-id", "j", "prog"}, "--rendezvous must name"},
+        {{"-n", "2", "--size", "4", "--rendezvous", "h:1", "prog"}, "needs --job-id"},
+        {{"-n", "2", "--job-id", "a/b", "prog"}, "is not 1 to 64 letters and digits"},
+        {{"-n", "2", "--first-rank", "-1", "prog"}, "--first-rank"},
+        {{"-n", "2", "--size", "0", "prog"}, "--size"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.says);
+        const auto bad = parse_command_line(c.args);
+        CHECK_FALSE(bad.options);
+        CHECK(bad.exit_status == usage_error_status);
+        CHECK(bad.err.find(c.says) != std::string::npos);
+    }
+}
+
+TEST_CASE("job_secret_for: the first tuttirun creates the file, the others read it") {
+    tuttirun_test::temp_dir dir;
+    const auto file = dir.path() / "secret";
+    const auto made = job_secret_for(file, std::nullopt, true);
+    CHECK(made.size() == 64);
+    CHECK(made.find_first_not_of("0123456789abcdef") == std::string::npos);
+    const auto perms = std::filesystem::status(file).permissions() & std::filesystem::perms::all;
+    CHECK((perms == (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)));
+    // The file wins over the environment, so every part of the job agrees.
+    CHECK(job_secret_for(file, std::string(64, 'a'), true) == made);
+
+    CHECK(job_secret_for(std::nullopt, std::string(64, 'B'), true) == std::string(64, 'b'));
+    const auto fresh = job_secret_for(std::nullopt, std::nullopt, false);
+    CHECK(fresh.size() == 64);
+    CHECK(fresh != job_secret_for(std::nullopt, std::string(), false));
+    CHECK_THROWS_WITH_AS(job_secret_for(std::nullopt, std::nullopt, true),
+                         doctest::Contains("--secret-file"), tutti::error);
+}
+
+TEST_CASE("job_secret_for: a secret others may read, or that is malformed, is refused") {
+    tuttirun_test::temp_dir dir;
+    const auto open_file = dir.path() / "open";
+    std::ofstream(open_file) << std::string(64, 'c') << "\n";
+    std::filesystem::permissions(open_file, std::filesystem::perms::owner_read |
+                                                std::filesystem::perms::owner_write |
+                                                std::filesystem::perms::others_read);
+    CHECK_THROWS_WITH_AS(job_secret_for(open_file, std::nullopt, true),
+                         doctest::Contains("others may read it (mode 0604)"), tutti::error);
+    const auto short_file = dir.path() / "short";
+    std::ofstream(short_file) << "abcd\n";
+    std::filesystem::permissions(short_file, std::filesystem::perms::owner_read |
+                                                 std::filesystem::perms::owner_write);
+    try {
+        (void)job_secret_for(short_file, std::nullopt, true);
+        FAIL("a short secret was accepted");
+    } catch (const tutti::error& e) {
+        CHECK(std::string(e.what()).find("--secret-file") != std::string::npos);
+        CHECK(std::string(e.what()).find("abcd") == std::string::npos);
+    }
+    CHECK_THROWS_WITH_AS(job_secret_for(std::nullopt, std::string("xyz"), false),
+                         doctest::Contains("TUTTI_JOB_SECRET"), tutti::error);
 }

@@ -40,9 +40,9 @@ void check_same(const frame_header& a, const frame_header& b) {
 TEST_CASE("tcp frame: headers read back whatever their fields") {
     const std::uint64_t big = std::numeric_limits<std::uint64_t>::max();
     const std::vector<std::uint64_t> values{0, 1, 0xFF, 0x0102030405060708, big - 1, big};
-    const std::vector<frame_kind> kinds{frame_kind::data,      frame_kind::hello,
-                                        frame_kind::challenge, frame_kind::proof,
-                                        frame_kind::welcome,   frame_kind::goodbye};
+    const std::vector<frame_kind> kinds{
+        frame_kind::data,    frame_kind::hello,   frame_kind::challenge, frame_kind::proof,
+        frame_kind::welcome, frame_kind::goodbye, frame_kind::lost};
     std::vector<collective> collectives(all_collectives.begin(), all_collectives.end());
     collectives.push_back(collective::split);
     int checked = 0;
@@ -62,7 +62,7 @@ TEST_CASE("tcp frame: headers read back whatever their fields") {
                     check_same(decode_frame_header(bytes, limits), h);
                     ++checked;
                 }
-    CHECK(checked == 6 * 13 * 6 * 3);
+    CHECK(checked == 7 * 13 * 6 * 3);
 }
 
 TEST_CASE("tcp frame: the encoding is little-endian and fixed") {
@@ -114,8 +114,8 @@ TEST_CASE("tcp frame: each malformed field is named") {
     bad = good;
     bad[6] = std::byte{0};
     expect(bad, "unknown frame kind 0");
-    bad[6] = std::byte{7};
-    expect(bad, "unknown frame kind 7");
+    bad[6] = std::byte{8};
+    expect(bad, "unknown frame kind 8");
     bad[6] = std::byte{255};
     expect(bad, "unknown frame kind 255");
 

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""tutti against Open MPI and MPICH, in one command: runs tutti-bench and the
+MPI reference (benchmarks/mpi_collectives.cpp, built once per MPI) in turn
+with the same collectives, sizes and rank counts, repeats the round with the
+order rotated (the machines are shared and noisy: compare only figures taken
+in the same run, as medians), and prints per size the median latency of
+each, the ratio tutti / best MPI (below 1: tutti is faster) and bandwidths.
+
+    python3 benchmarks/compare.py                                  # shm, 2 ranks, defaults
+    python3 benchmarks/compare.py --ranks 2,4,8 --collectives all_reduce --sizes 8,1M
+    python3 benchmarks/compare.py --mode tcp --ranks 2,4 --sizes 64K:16M
+    python3 benchmarks/compare.py --memcpy --csv ratios.csv --raw runs.csv -- --buffers 4
+
+Arguments after `--` go to every benchmark program (tutti-bench options:
+-i, --min-iterations, --budget, -w, --time-limit, --buffers, ...).
+
+Modes: shm (tutti with TUTTI_TRANSPORT=shm; the MPIs' defaults, shared
+memory between ranks of one machine) and tcp (TUTTI_TRANSPORT=tcp; Open MPI
+`--mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo`; MPICH
+`MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=lo`). As root, Open MPI is
+given OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1, and `--oversubscribe` above 2
+ranks on this 2-core machine.
+
+--raw writes every run's rows (tutti-bench CSV columns plus `repeat`), which
+tools/plot_bench.py plots as medians. Exit status: 0, or 1 when a run failed
+or a result was wrong.
+"""
+import argparse
+import csv
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+IMPLEMENTATIONS = ["tutti", "openmpi", "mpich"]
+MPIS = ["openmpi", "mpich"]
+
+
+def human(size):
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} B"
+
+
+def find_build(root, given):
+    candidates = [given] if given else [os.path.join(root, "build")] + sorted(
+        os.path.join(root, d) for d in os.listdir(root) if d.startswith("build"))
+    for build in candidates:
+        if os.path.exists(os.path.join(build, "tools", "tutti-bench", "tutti-bench")):
+            return os.path.abspath(build)
+    sys.exit("compare: no build directory with tools/tutti-bench/tutti-bench "
+             f"(looked in {', '.join(candidates)}); build first or give --build")
+
+
+class runner:
+    def __init__(self, args, build):
+        self.args = args
+        self.build = build
+        self.tuttirun = os.path.join(build, "tools", "tuttirun", "tuttirun")
+        self.bench = os.path.join(build, "tools", "tutti-bench", "tutti-bench")
+        self.mpi = {m: os.path.join(build, "benchmarks", f"mpi_collectives_{m}") for m in MPIS}
+        self.openmpi_run = shutil.which("mpirun.openmpi") or shutil.which("mpiexec.openmpi")
+        self.mpich_run = shutil.which("mpiexec.mpich") or shutil.which("mpirun.mpich")
+        self.failures = 0
+
+    def available(self, impl):
+        if impl == "tutti":
+            return os.path.exists(self.tuttirun) and os.path.exists(self.bench)
+        launcher = self.openmpi_run if impl == "openmpi" else self.mpich_run
+        return launcher is not None and os.path.exists(self.mpi[impl])
+
+    def openmpi_prefix(self, ranks, env):
+        if os.geteuid() == 0:
+            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        command = [self.openmpi_run, "-n", str(ranks)]
+        if ranks > (os.cpu_count() or 1):
+            command.append("--oversubscribe")
+        if self.args.bind != "default":
+            command += ["--bind-to", self.args.bind]
+        if self.args.mode == "tcp":
+            command += ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+                        "--mca", "btl_tcp_if_include", "lo"]
+        return command
+
+    def command_for(self, impl, ranks, program_args, env):
+        if impl == "tutti":
+            env["TUTTI_TRANSPORT"] = self.args.mode
+            if self.args.tutti_launcher == "mpirun":
+                return self.openmpi_prefix(ranks, env) + [self.bench] + program_args
+            command = [self.tuttirun, "-n", str(ranks), "--timeout",
+                       str(int(self.args.timeout * 1000))]
+            if self.args.bind != "default":
+                command += ["--bind", self.args.bind]
+            return command + ["--", self.bench] + program_args
+        program_args = program_args + ["--transport", self.args.mode]
+        if impl == "openmpi":
+            return self.openmpi_prefix(ranks, env) + [self.mpi["openmpi"]] + program_args
+        if self.args.mode == "tcp":
+            env.update(MPIR_CVAR_NOLOCAL="1", UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+        command = [self.mpich_run, "-n", str(ranks)]
+        if self.args.bind != "default":
+            command += ["-bind-to", self.args.bind]
+        return command + [self.mpi["mpich"]] + program_args
+
+    def run(self, impl, ranks, program_args, csv_path):
+        env = dict(os.environ)
+        command = self.command_for(impl, ranks, program_args + ["--csv", csv_path, "-q"], env)
+        shown = " ".join(command)
+        print(f"compare: {shown}", file=sys.stderr, flush=True)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        timed_out = False
+        try:
+            out, err = process.communicate(timeout=self.args.timeout + 30)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            # The rows written so far are kept (the programs write the CSV
+            # as rows complete).
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            print(f"compare: TIMEOUT after {self.args.timeout + 30} s: {shown}", file=sys.stderr)
+            self.failures += 1
+        if not timed_out and process.returncode != 0:
+            print(f"compare: FAILED (status {process.returncode}): {shown}\n{out}{err}",
+                  file=sys.stderr)
+            self.failures += 1
+        if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
+            return []
+        with open(csv_path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        os.unlink(csv_path)
+        return rows
+
+
+def median_latency(rows):
+    return statistics.median(float(r["max_us"]) for r in rows) if rows else None
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser.add_argument("--build", help="the build directory (default: build/, else build-*)")
+    parser.add_argument("--mode", choices=["shm", "tcp"], default="shm")
+    parser.add_argument("--ranks", default="2", help="rank counts, e.g. 2,4,8")
+    parser.add_argument("--collectives", default="all_reduce,broadcast,barrier,all_gather,all_to_all",
+                        help="comma list, or all")
+    parser.add_argument("--sizes", default="8,1M,16M", help="as tutti-bench -m: 8,1M or 8:64M")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="rounds, each running every implementation once (order rotated)")
+    parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))
+    parser.add_argument("--memcpy", action="store_true",
+                        help="also measure memcpy (one rank) and give tutti's fraction of it")
+    parser.add_argument("--bind", choices=["default", "core", "none"], default="default",
+                        help="rank binding for every launcher (default: each launcher's own)")
+    parser.add_argument("--tutti-launcher", choices=["tuttirun", "mpirun"], default="tuttirun",
+                        help="start tutti's ranks with tuttirun, or Open MPI's mpirun (PMIx)")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="skip the one checked call per size")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
+    parser.add_argument("--csv", help="write the comparison table here")
+    parser.add_argument("--raw", help="write every run's rows here (for tools/plot_bench.py)")
+    parser.add_argument("extra", nargs=argparse.REMAINDER,
+                        help="after --: options for every benchmark program")
+    args = parser.parse_args()
+    extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = runner(args, find_build(root, args.build))
+    implementations = []
+    for impl in args.implementations.split(","):
+        if impl not in IMPLEMENTATIONS:
+            sys.exit(f"compare: unknown implementation {impl!r} (known: {IMPLEMENTATIONS})")
+        if r.available(impl):
+            implementations.append(impl)
+        else:
+            print(f"compare: {impl} is not built or its launcher is missing; left out",
+                  file=sys.stderr)
+    if "tutti" not in implementations:
+        sys.exit("compare: tutti-bench or tuttirun is missing")
+    ranks_list = [int(n) for n in args.ranks.split(",")]
+    program_args = [args.collectives, "-m", args.sizes] + extra
+    if not args.no_validate:
+        program_args.append("--validate")
+
+    raw = []
+    with tempfile.TemporaryDirectory(prefix="tutti-compare.") as tmp:
+        csv_path = os.path.join(tmp, "run.csv")
+        for repeat in range(args.repeats):
+            print(f"compare: round {repeat + 1} of {args.repeats}", file=sys.stderr, flush=True)
+            for ranks in ranks_list:
+                shift = (repeat + ranks) % len(implementations)
+                for impl in implementations[shift:] + implementations[:shift]:
+                    for row in r.run(impl, ranks, program_args, csv_path):
+                        row["repeat"] = str(repeat)
+                        raw.append(row)
+            if args.memcpy:
+                for row in r.run("tutti", 1, ["--memcpy", "-m", args.sizes] + extra, csv_path):
+                    row["repeat"] = str(repeat)
+                    raw.append(row)
+
+    wrong = [x for x in raw if x.get("valid") == "NO"]
+    for x in wrong:
+        print(f"compare: WRONG RESULT: {x['implementation']} {x['collective']} "
+              f"{x['bytes']} B, {x['ranks']} ranks", file=sys.stderr)
+
+    # (collective, ranks, bytes) -> implementation -> rows
+    groups = {}
+    memcpy = {}
+    for x in raw:
+        if x["collective"] == "memcpy":
+            memcpy.setdefault(int(x["bytes"]), []).append(x)
+            continue
+        key = (x["collective"], int(x["ranks"]), int(x["bytes"]))
+        groups.setdefault(key, {}).setdefault(x["implementation"], []).append(x)
+    transports = sorted({x["transport"] for x in raw if x["implementation"] == "tutti"})
+    if transports and not any(args.mode in t for t in transports):
+        print(f"compare: WARNING: mode {args.mode}, but tutti reports transport "
+              f"{', '.join(transports)} (is TUTTI_TRANSPORT={args.mode} supported by this build?)",
+              file=sys.stderr)
+
+    mpis = [m for m in implementations if m != "tutti"]
+    header = ["collective", "ranks", "bytes"] + [f"{i}_us" for i in implementations]
+    header += ["ratio", "tutti_GBps", "best_mpi_GBps", "tutti_spread"]
+    if args.memcpy:
+        header += ["memcpy_GBps", "tutti_of_memcpy"]
+    table = []
+    for (collective, ranks, size), by_impl in sorted(
+            groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        lat = {i: median_latency(by_impl.get(i, [])) for i in implementations}
+        best = min((lat[m] for m in mpis if lat[m]), default=None)
+        tutti = lat["tutti"]
+        runs = [float(x["max_us"]) for x in by_impl.get("tutti", [])]
+        entry = {"collective": collective, "ranks": ranks, "bytes": size}
+        for i in implementations:
+            entry[f"{i}_us"] = lat[i]
+        entry["ratio"] = tutti / best if tutti and best else None
+        entry["tutti_GBps"] = size / tutti / 1e3 if tutti and size else None
+        entry["best_mpi_GBps"] = size / best / 1e3 if best and size else None
+        entry["tutti_spread"] = max(runs) / min(runs) if runs and min(runs) > 0 else None
+        if args.memcpy:
+            m = median_latency(memcpy.get(size, []))
+            entry["memcpy_GBps"] = size / m / 1e3 if m and size else None
+            entry["tutti_of_memcpy"] = (entry["tutti_GBps"] / entry["memcpy_GBps"]
+                                        if entry["tutti_GBps"] and entry["memcpy_GBps"] else None)
+        table.append(entry)
+
+    def show(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    print(f"# tutti vs MPI, mode {args.mode} (tutti transport: {', '.join(transports) or '?'}), "
+          f"medians of {args.repeats} rounds of the max-over-ranks mean latency;\n"
+          f"# ratio = tutti / best MPI (below 1: tutti faster); spread = slowest / fastest "
+          f"tutti round")
+    widths = [15, 6, 9] + [12] * len(implementations) + [8, 11, 14, 8]
+    if args.memcpy:
+        widths += [12, 10]
+    names = ["collective", "ranks", "bytes"] + [f"{i} µs" for i in implementations]
+    names += ["ratio", "tutti GB/s", "best MPI GB/s", "spread"]
+    if args.memcpy:
+        names += ["memcpy GB/s", "of memcpy"]
+    print("".join(f"{n:<{w}}" if k == 0 else f"{n:>{w}}"
+                  for k, (n, w) in enumerate(zip(names, widths))))
+    for e in table:
+        cells = [e["collective"], str(e["ranks"]), human(e["bytes"])]
+        cells += [show(e[f"{i}_us"], ".2f") for i in implementations]
+        cells += [show(e["ratio"], ".2f"), show(e["tutti_GBps"], ".2f"),
+                  show(e["best_mpi_GBps"], ".2f"), show(e["tutti_spread"], ".2f")]
+        if args.memcpy:
+            cells += [show(e["memcpy_GBps"], ".2f"), show(e["tutti_of_memcpy"], ".0%")]
+        print("".join(f"{c:<{w}}" if k == 0 else f"{c:>{w}}"
+                      for k, (c, w) in enumerate(zip(cells, widths))))
+
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=header)
+            writer.writeheader()
+            for e in table:
+                writer.writerow({k: ("" if v is None else v) for k, v in e.items()})
+    if args.raw and raw:
+        with open(args.raw, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(raw[0].keys()))
+            writer.writeheader()
+            writer.writerows(raw)
+    return 1 if r.failures or wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+// tutti-info --explain: the path through both trees, the choice, and every
+// rejected candidate with its failed restriction, as text and as JSON; and
+// the catalog listing. The binary itself is run once when the test knows
+// where it is (TUTTI_INFO, set by meson).
+#include <array>
+#include <cstdio>
+
+#include "info.hpp"
+#include "select_support.hpp"
+
+using namespace tutti;
+using tutti::testing::contains;
+using tutti::testing::scoped_env;
+
+namespace {
+
+selection_explanation explain_call(const info::call_description& d) {
+    return explain(info::signature_of(d), {.forced = d.algorithm, .sub_call = d.sub_call});
+}
+
+std::string run_command(const std::string& command) {
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        std::array<char, 4096> buffer;
+        for (std::size_t got; (got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;)
+            out.append(buffer.data(), got);
+        ::pclose(pipe);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("explain: all_reduce of 1 MiB on 6 ranks takes the ring, rejects the hierarchy") {
+    scoped_env clean{{"TUTTI_ALL_REDUCE_ALGORITHM", std::nullopt},
+                     {"TUTTI_ALL_REDUCE_COMPOSITION", std::nullopt}};
+    const auto text =
+        explain_call({.collective = "all_reduce", .ranks = 6, .bytes = 1 << 20}).text();
+    CHECK(contains(text, "all_reduce on 6 ranks, 1048576 bytes, commutative op, transport shm"));
+    CHECK(contains(text, "at /all_reduce: hierarchy_available fails -> hierarchy_available=no"));
+    CHECK(contains(text, "at /all_reduce/hierarchy_available=no: leaf flat"));
+    CHECK(contains(text, "at /all_reduce/commutative_op=yes/count_at_least_size=yes: power_of_two "
+                         "fails -> power_of_two=no"));
+    CHECK(contains(text, "bytes = 1048576 -> bytes=any"));
+    CHECK(contains(text, "chosen: ring (pure)"));
+    CHECK(contains(text, "rejected: hierarchical (hierarchical composition): restriction "
+                         "hierarchy_available fails"));
+}
+
+TEST_CASE("explain: a non-commutative reduction rejects ring and rabenseifner") {
+    const auto why = explain_call(
+        {.collective = "all_reduce", .ranks = 8, .bytes = 1 << 20, .op = "noncommutative"});
+    CHECK(why.chosen == "recursive_doubling");
+    int rejected = 0;
+    for (const auto& c : why.candidates)
+        if (c.name == "ring" || c.name == "rabenseifner") {
+            REQUIRE(c.failure);
+            CHECK(contains(*c.failure, "restriction commutative_op fails"));
+            ++rejected;
+        }
+    CHECK(rejected == 2);
+}
+
+TEST_CASE("explain: with a hierarchy the composition tree chooses the hierarchical one") {
+    const auto why = explain_call({.collective = "all_to_all",
+                                   .ranks = 64,
+                                   .bytes = 4096,
+                                   .ranks_per_node = 8,
+                                   .nodes = 8,
+                                   .transport = "shm+tcp",
+                                   .hierarchy = true});
+    CHECK(why.chosen == "hierarchical");
+    CHECK(why.pure_path.empty());
+    const auto json = info::to_json(why);
+    CHECK(json["chosen"] == "hierarchical");
+    CHECK(json["kind"] == "hierarchical composition");
+    CHECK(json["call"]["ranks_per_node"] == 8);
+    CHECK(json["call"]["nodes"] == 8);
+    CHECK(json["composition_tree"]["path"][0]["branch"] == "hierarchy_available=yes");
+}
+
+TEST_CASE("explain: the TCP section of the pure tree") {
+    const auto why =
+        explain_call({.collective = "broadcast", .ranks = 8, .bytes = 32768, .transport = "tcp"});
+    CHECK(why.chosen == "binomial");
+    REQUIRE(!why.pure_path.empty());
+    CHECK(why.pure_path[0].pointer == "/transport=tcp/broadcast");
+    CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
+}
+
+TEST_CASE("explain: a named algorithm and a forced one that fails") {
+    auto why =
+        explain_call({.collective = "all_gather", .ranks = 8, .bytes = 64, .algorithm = "ring"});
+    CHECK(why.chosen == "ring");
+    CHECK(why.notes.at(0) == "'ring' named in code");
+    scoped_env env{{"TUTTI_ALL_GATHER_ALGORITHM", "recursive_doubling"},
+                   {"TUTTI_COLL_FALLBACK", "silent"}};
+    why = explain_call({.collective = "all_gather", .ranks = 6, .bytes = 64});
+    CHECK(why.chosen == "bruck");
+    CHECK(contains(why.notes.at(0), "TUTTI_ALL_GATHER_ALGORITHM=recursive_doubling cannot run"));
+    CHECK(contains(why.text(), "override: TUTTI_ALL_GATHER_ALGORITHM=recursive_doubling"));
+    why = explain_call({.collective = "all_gather", .ranks = 6, .bytes = 64, .sub_call = true});
+    CHECK(why.notes.at(0) == "a composition's sub-call: environment overrides do not apply");
+}
+
+TEST_CASE("explain: bad descriptions are errors") {
+    CHECK_THROWS_WITH_AS(info::signature_of({.collective = "allreduce"}),
+                         doctest::Contains("unknown collective 'allreduce'"), tutti::error);
+    CHECK_THROWS_WITH_AS(info::signature_of({.collective = "reduce", .op = "xor-ish"}),
+                         doctest::Contains("unknown --op 'xor-ish'"), tutti::error);
+    CHECK_THROWS_WITH_AS(info::signature_of({.collective = "reduce", .transport = "smoke"}),
+                         doctest::Contains("unknown transport 'smoke'"), tutti::error);
+}
+
+TEST_CASE("the catalog listing has every algorithm with kind, restrictions, parameters") {
+    const auto json = info::catalog_json();
+    std::size_t total = 0;
+    for (auto c : all_collectives)
+        total += algorithms().list(c).size();
+    CHECK(json.size() == total);
+    bool found = false;
+    for (const auto& entry : json)
+        if (entry["collective"] == "reduce_scatter" && entry["name"] == "recursive_halving") {
+            found = true;
+            CHECK(entry["kind"] == "pure");
+            CHECK(entry["restrictions"] ==
+                  nlohmann::json::array({"power_of_two", "commutative_op"}));
+        }
+    CHECK(found);
+    CHECK(contains(info::catalog_text(), "restrictions: power_of_two, commutative_op"));
+}
+
+TEST_CASE("the tutti-info program explains, as text and JSON") {
+    const char* program = std::getenv("TUTTI_INFO");
+    if (!program) return; // run outside meson: the functions above are tested
+    const auto text =
+        run_command(std::string(program) + " --explain all_gather --ranks 6 --bytes 64 2>&1");
+    CHECK(contains(text, "chosen: bruck (pure)"));
+    CHECK(contains(text, "rejected: recursive_doubling (pure): restriction power_of_two fails: "
+                         "communicator size 6 is not a power of two"));
+    const auto json = nlohmann::json::parse(run_command(
+        std::string(program) + " --explain reduce --ranks 4 --bytes 1K --in-place --json"));
+    CHECK(json["chosen"] == "binomial");
+    CHECK(json["call"]["in_place"] == true);
+    CHECK(json["call"]["bytes"] == 1024);
+    const auto bad = run_command(std::string(program) + " --explain nothing 2>&1");
+    CHECK(contains(bad, "tutti-info: unknown collective 'nothing'"));
+}

@@ -1,0 +1,302 @@
+// Decision trees: the shipped ones validate and never choose an algorithm
+// whose restriction fails; each kind of bad tree is refused with an error
+// that names its source and the JSON path of the offending node.
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "select_support.hpp"
+
+using namespace tutti;
+using tutti::testing::contains;
+
+namespace {
+
+nlohmann::json builtin(tree_role role) {
+    return nlohmann::json::parse(builtin_tree_text(role));
+}
+
+tutti::error load_error_text(const std::string& text, tree_role role = tree_role::pure) {
+    try {
+        decision_tree::load(text, "test.json", role);
+    } catch (const tutti::error& e) {
+        return e;
+    }
+    FAIL("the tree loaded");
+    return tutti::error(errc::invalid_argument, "unreachable");
+}
+
+tutti::error load_error(const nlohmann::json& tree, tree_role role = tree_role::pure) {
+    return load_error_text(tree.dump(), role);
+}
+
+// Every signature of a grid over the variables the trees test.
+std::vector<call_signature> signature_grid(collective kind) {
+    std::vector<call_signature> out;
+    for (int p : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64})
+        for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{256},
+                                  std::size_t{16384}, std::size_t{16385}, std::size_t{1} << 20})
+            for (int op = 0; op < 3; ++op)
+                for (bool hierarchy : {false, true})
+                    for (std::string_view transport : {"inproc", "shm", "tcp", "shm+tcp", "x"})
+                        for (bool in_place : {false, true}) {
+                            call_signature s{.kind = kind, .comm_size = p, .bytes = bytes};
+                            s.has_op = kind == collective::all_reduce ||
+                                       kind == collective::reduce ||
+                                       kind == collective::reduce_scatter ||
+                                       kind == collective::scan || kind == collective::exscan;
+                            if (s.has_op) {
+                                s.count = bytes / 8;
+                                s.commutative = op != 2;
+                                s.builtin_op = op == 0;
+                                s.in_place = in_place;
+                            }
+                            s.equal_counts = kind != collective::all_to_allv;
+                            s.has_hierarchy = hierarchy;
+                            s.transport = transport;
+                            out.push_back(s);
+                        }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("the shipped trees validate and cover every collective") {
+    for (auto role : {tree_role::composition, tree_role::pure}) {
+        const auto tree = decision_tree::load(builtin_tree_text(role), "built-in", role);
+        for (auto c : all_collectives)
+            CHECK(!tree.walk({.kind = c, .comm_size = 3}).empty());
+    }
+}
+
+TEST_CASE("auto never chooses an algorithm whose restriction fails (exhaustive grid)") {
+    tutti::testing::scoped_env clean{{"TUTTI_SELECTION_FILE", std::nullopt},
+                                     {"TUTTI_COMPOSITION_FILE", std::nullopt}};
+    std::size_t decisions = 0;
+    for (auto c : all_collectives)
+        for (const auto& s : signature_grid(c)) {
+            const auto& chosen = select_algorithm(s, {.sub_call = true});
+            const auto failure = chosen.check(s);
+            if (failure) {
+                CAPTURE(to_string(c));
+                CAPTURE(s.comm_size);
+                CAPTURE(s.bytes);
+                FAIL_CHECK(chosen.name << ": " << *failure);
+            }
+            ++decisions;
+        }
+    CHECK(decisions > 10000);
+}
+
+TEST_CASE("the shipped pure tree keeps the former preferences") {
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    auto reduce8 = [](int p, std::size_t bytes, bool commutative) {
+        return call_signature{.kind = collective::all_reduce,
+                              .comm_size = p,
+                              .bytes = bytes,
+                              .count = bytes / 8,
+                              .has_op = true,
+                              .commutative = commutative};
+    };
+    CHECK(tree.walk(reduce8(8, 8, true)) == "recursive_doubling");
+    CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
+    CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
+    CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
+          "recursive_doubling");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "bruck");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 * 64}) ==
+          "pairwise");
+    // The TCP section: broadcast stays binomial up to 64 KiB there.
+    call_signature bcast{.kind = collective::broadcast, .comm_size = 8, .bytes = 32768};
+    CHECK(tree.walk(bcast) == "scatter_allgather");
+    bcast.transport = "tcp";
+    CHECK(tree.walk(bcast) == "binomial");
+}
+
+TEST_CASE("the walk records the path with its reasons") {
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    std::vector<decision_tree::step> path;
+    const auto leaf =
+        tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}, &path);
+    CHECK(leaf == "bruck");
+    REQUIRE(path.size() == 3);
+    CHECK(path[0].pointer == "/all_gather");
+    CHECK(path[0].branch == "power_of_two=no");
+    CHECK(path[0].reason == "power_of_two fails");
+    CHECK(path[1].pointer == "/all_gather/power_of_two=no");
+    CHECK(path[1].reason == "bytes = 64 <= 16384");
+    CHECK(path[2].branch == "bruck");
+}
+
+TEST_CASE("malformed JSON is refused, naming the source") {
+    const auto e = load_error_text("{ \"barrier\": ");
+    CHECK(e.code() == errc::invalid_argument);
+    CHECK(contains(e.what(), "test.json pure tree"));
+    CHECK(contains(e.what(), "malformed JSON"));
+}
+
+TEST_CASE("an unknown collective is refused") {
+    auto tree = builtin(tree_role::pure);
+    tree["all_reduction"] = "ring";
+    const auto e = load_error(tree);
+    CHECK(contains(e.what(), "at /all_reduction: unknown collective 'all_reduction'"));
+}
+
+TEST_CASE("an unknown algorithm is refused with errc::unknown_algorithm") {
+    auto tree = builtin(tree_role::pure);
+    tree["all_reduce"]["commutative_op=no"] = "telepathy";
+    const auto e = load_error(tree);
+    CHECK(e.code() == errc::unknown_algorithm);
+    CHECK(contains(e.what(), "at /all_reduce/commutative_op=no: unknown all_reduce algorithm "
+                             "'telepathy'"));
+}
+
+TEST_CASE("a missing region is refused") {
+    SUBCASE("a collective without a tree") {
+        auto tree = builtin(tree_role::pure);
+        tree.erase("scan");
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /: missing region: no tree for collective 'scan'"));
+    }
+    SUBCASE("thresholds without =any") {
+        auto tree = builtin(tree_role::pure);
+        tree["broadcast"] = {{"bytes<=16K", "binomial"}, {"bytes<=1M", "scatter_allgather"}};
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /broadcast: missing region: 'bytes' needs a bytes=any"));
+    }
+    SUBCASE("a discrete condition with one side only") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_reduce"].erase("commutative_op=no");
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /all_reduce: missing region: 'commutative_op' needs both"));
+    }
+    SUBCASE("a transport switch without transport=any") {
+        auto tree = builtin(tree_role::pure);
+        tree["barrier"] = {{"transport=shm", "dissemination"}};
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "needs a transport=any branch"));
+    }
+}
+
+TEST_CASE("a leaf whose restrictions its path does not guarantee is refused") {
+    SUBCASE("power of two") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_gather"]["power_of_two=no"]["bytes<=16K"] = "recursive_doubling";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /all_gather/power_of_two=no/bytes<=16K: all_gather "
+                                 "algorithm 'recursive_doubling' has restriction power_of_two"));
+    }
+    SUBCASE("commutative operation") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_reduce"]["commutative_op=no"] = "ring";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "restriction commutative_op, which the conditions on its path "
+                                 "do not guarantee (put it under \"commutative_op=yes\")"));
+    }
+    SUBCASE("a hierarchy, in the composition tree") {
+        auto tree = builtin(tree_role::composition);
+        tree["barrier"] = "hierarchical";
+        const auto e = load_error(tree, tree_role::composition);
+        CHECK(contains(e.what(), "at /barrier: barrier algorithm 'hierarchical' has restriction "
+                                 "hierarchy_available"));
+    }
+    SUBCASE("a size threshold that guarantees power of two") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_gather"] = {{"comm_size<=2", "recursive_doubling"}, {"comm_size=any", "ring"}};
+        CHECK_NOTHROW(decision_tree::load(tree.dump(), "test.json", tree_role::pure));
+    }
+}
+
+TEST_CASE("other malformed trees are refused with what is wrong") {
+    struct bad_case {
+        const char* what;
+        nlohmann::json broadcast;
+        const char* message;
+    };
+    const std::vector<bad_case> cases = {
+        {"an unknown condition",
+         {{"speed=fast", "binomial"}, {"speed=any", "linear"}},
+         "unknown condition 'speed'"},
+        {"two variables in one node",
+         {{"bytes<=8", "binomial"}, {"comm_size=any", "linear"}},
+         "tests 'bytes' and 'comm_size'"},
+        {"a bad number",
+         {{"bytes<=lots", "binomial"}, {"bytes=any", "linear"}},
+         "a threshold must be a whole number"},
+        {"a discrete condition under a threshold",
+         {{"bytes<=8", {{"transport=tcp", "linear"}, {"transport=any", "binomial"}}},
+          {"bytes=any", "binomial"}},
+         "the discrete condition 'transport' is under a threshold"},
+        {"an unknown transport",
+         {{"transport=carrier_pigeon", "linear"}, {"transport=any", "binomial"}},
+         "unknown transport 'carrier_pigeon'"},
+        {"a number as a leaf", 7, "expected an algorithm name or an object"},
+        {"flat in the pure tree", "flat", "'flat' belongs in the composition tree"},
+        {"a composition in the pure tree",
+         {{"hierarchy_available=yes", "hierarchical"}, {"hierarchy_available=no", "binomial"}},
+         "the pure tree names pure algorithms"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        auto tree = builtin(tree_role::pure);
+        tree["broadcast"] = c.broadcast;
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), c.message));
+        CHECK(contains(e.what(), "/broadcast"));
+    }
+    auto composition = builtin(tree_role::composition);
+    composition["broadcast"] = "binomial";
+    CHECK(contains(load_error(composition, tree_role::composition).what(),
+                   "the composition tree names compositions or 'flat'"));
+}
+
+TEST_CASE("a transport section overrides the general tree for that transport only") {
+    auto tree = builtin(tree_role::pure);
+    tree["transport=shm"] = {{"barrier", "dissemination"}, {"reduce", "linear"}};
+    const auto loaded = decision_tree::load(tree.dump(), "test.json", tree_role::pure);
+    CHECK(loaded.walk({.kind = collective::reduce, .comm_size = 4, .transport = "shm"}) ==
+          "linear");
+    CHECK(loaded.walk({.kind = collective::reduce, .comm_size = 4, .transport = "tcp"}) ==
+          "binomial");
+    tree["transport=shm"]["transport=tcp"] = nlohmann::json::object();
+    CHECK(contains(load_error(tree).what(), "cannot hold another one"));
+}
+
+TEST_CASE("TUTTI_SELECTION_FILE: a bad file fails the first call, naming the file and path") {
+    const std::string path = "/tmp/tutti_select_test_bad_tree.json";
+    auto tree = builtin(tree_role::pure);
+    tree["reduce_scatter"]["commutative_op=no"] = "ring";
+    std::ofstream(path) << tree.dump(2);
+    tutti::testing::scoped_env env{{"TUTTI_SELECTION_FILE", path}};
+    try {
+        inproc::run(2, [](communicator comm) -> task<void> { co_await barrier(comm); });
+        FAIL("the bad tree was accepted");
+    } catch (const tutti::error& e) {
+        CHECK(contains(e.what(), path));
+        CHECK(contains(e.what(), "TUTTI_SELECTION_FILE"));
+        CHECK(contains(e.what(), "/reduce_scatter/commutative_op=no"));
+    }
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a user-edited tree changes the choice") {
+    const std::string path = "/tmp/tutti_select_test_user_tree.json";
+    auto tree = builtin(tree_role::pure);
+    tree["all_reduce"]["commutative_op=yes"] = "ring";
+    std::ofstream(path) << tree.dump(2);
+    const call_signature small{
+        .kind = collective::all_reduce, .comm_size = 4, .bytes = 64, .count = 8, .has_op = true};
+    CHECK(select_algorithm(small, {}).name == "recursive_doubling");
+    {
+        tutti::testing::scoped_env env{{"TUTTI_SELECTION_FILE", path}};
+        CHECK(select_algorithm(small, {}).name == "ring");
+        const auto why = explain(small);
+        CHECK(contains(why.pure_tree, path));
+    }
+    CHECK(select_algorithm(small, {}).name == "recursive_doubling");
+    std::remove(path.c_str());
+}

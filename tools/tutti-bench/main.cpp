@@ -1,0 +1,342 @@
+// tutti-bench: OSU-style timing of every tutti collective, run as the ranks
+// of a tutti::job (under tuttirun, mpirun through PMIx, or by hand), over
+// whatever transport the job routes through. benchmarks/mpi_collectives.cpp
+// measures MPI with the same method (method.hpp) and writes the same files.
+//
+//   tuttirun -n 2 tutti-bench all_reduce -m 8:16M --validate --csv out.csv
+//   tuttirun -n 4 tutti-bench -a ring all_reduce,all_gather --json out.json
+//   tuttirun -n 1 tutti-bench --memcpy -m 8:64M        (this machine's copy bandwidth)
+//
+// Exit status: 0 when every check passed, 1 when a check or a collective
+// failed, 2 for a usage error or a process not started as part of a job.
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "method.hpp"
+#include "report.hpp"
+#include "tutti.hpp"
+
+namespace {
+
+using namespace tutti_bench;
+
+// The algorithm a call runs, or why it cannot run here.
+struct choice {
+    bool runs = false;
+    std::string text;
+};
+
+template <class Args>
+choice resolve(const tutti::communicator& world, const Args& args, const std::string& algorithm) {
+    try {
+        const auto& chosen = tutti::choose<Args>(tutti::signature_of(world, args),
+                                                 algorithm == "auto" ? "" : algorithm);
+        return {true, chosen.info.name};
+    } catch (const tutti::error& e) {
+        return {false, e.what()};
+    }
+}
+
+// One collective at one size on this rank: its layout, the options every
+// call passes, and the call itself on a buffer set.
+class bench_call {
+public:
+    bench_call(tutti::communicator world, const layout& l, const std::string& algorithm,
+               bool memcpy_only)
+        : world_(std::move(world)), layout_(l), memcpy_(memcpy_only),
+          counts_(static_cast<std::size_t>(l.ranks), l.block),
+          options_{.algorithm = algorithm == "auto" ? "" : algorithm, .root = l.root} {}
+
+    tutti::task<void> run(buffer_set& b) const {
+        using tutti::collective;
+        const auto& o = options_;
+        if (memcpy_) {
+            std::memcpy(b.recv.data(), b.send.data(), b.send.size() * sizeof(element));
+            co_return;
+        }
+        switch (layout_.kind) {
+        case collective::barrier:
+        case collective::split:
+            co_await tutti::barrier(world_, o);
+            break;
+        case collective::broadcast:
+            co_await tutti::broadcast(world_, b.send, o);
+            break;
+        case collective::reduce:
+            co_await tutti::reduce(world_, b.send, b.recv, tutti::sum, o);
+            break;
+        case collective::all_reduce:
+            co_await tutti::all_reduce(world_, b.send, b.recv, tutti::sum, o);
+            break;
+        case collective::gather:
+            co_await tutti::gather(world_, b.send, b.recv, o);
+            break;
+        case collective::scatter:
+            co_await tutti::scatter(world_, b.send, b.recv, o);
+            break;
+        case collective::all_gather:
+            co_await tutti::all_gather(world_, b.send, b.recv, o);
+            break;
+        case collective::all_to_all:
+            co_await tutti::all_to_all(world_, b.send, b.recv, o);
+            break;
+        case collective::all_to_allv:
+            co_await tutti::all_to_allv(world_, b.send, std::span<const std::size_t>(counts_),
+                                        b.recv, std::span<const std::size_t>(counts_), o);
+            break;
+        case collective::reduce_scatter:
+            co_await tutti::reduce_scatter(world_, b.send, b.recv, tutti::sum, o);
+            break;
+        case collective::scan:
+            co_await tutti::scan(world_, b.send, b.recv, tutti::sum, o);
+            break;
+        case collective::exscan:
+            co_await tutti::exscan(world_, b.send, b.recv, tutti::sum, o);
+            break;
+        }
+    }
+
+    // Which algorithm the calls run (the default choice when "auto").
+    choice resolve_algorithm(buffer_set& b, const std::string& algorithm) const {
+        using tutti::collective;
+        if (memcpy_) return {true, "memcpy"};
+        const auto op = tutti::erase_operation<element>(tutti::sum);
+        const auto send = std::as_bytes(std::span(b.send));
+        const auto recv = std::as_writable_bytes(std::span(b.recv));
+        const std::vector<std::size_t> bytes(counts_.size(), layout_.block * sizeof(element));
+        std::vector<std::size_t> offsets(counts_.size());
+        for (std::size_t j = 0; j < offsets.size(); ++j)
+            offsets[j] = j * layout_.block * sizeof(element);
+        const int root = layout_.root;
+        switch (layout_.kind) {
+        case collective::barrier:
+        case collective::split:
+            return resolve(world_, tutti::barrier_args{}, algorithm);
+        case collective::broadcast:
+            return resolve(world_,
+                           tutti::broadcast_args{std::as_writable_bytes(std::span(b.send)), root},
+                           algorithm);
+        case collective::reduce:
+            return resolve(world_, tutti::reduce_args{send, recv, layout_.block, &op, root},
+                           algorithm);
+        case collective::all_reduce:
+            return resolve(world_, tutti::all_reduce_args{send, recv, layout_.block, &op},
+                           algorithm);
+        case collective::gather:
+            return resolve(world_, tutti::gather_args{send, recv, root}, algorithm);
+        case collective::scatter:
+            return resolve(world_, tutti::scatter_args{send, recv, root}, algorithm);
+        case collective::all_gather:
+            return resolve(world_, tutti::all_gather_args{send, recv}, algorithm);
+        case collective::all_to_all:
+            return resolve(world_, tutti::all_to_all_args{send, recv}, algorithm);
+        case collective::all_to_allv:
+            return resolve(world_,
+                           tutti::all_to_allv_args{send, bytes, offsets, recv, bytes, offsets},
+                           algorithm);
+        case collective::reduce_scatter:
+            return resolve(world_, tutti::reduce_scatter_args{send, recv, counts_, &op}, algorithm);
+        case collective::scan:
+            return resolve(world_, tutti::scan_args{send, recv, layout_.block, &op}, algorithm);
+        case collective::exscan:
+            return resolve(world_, tutti::exscan_args{send, recv, layout_.block, &op}, algorithm);
+        }
+        return {false, "unknown collective"};
+    }
+
+private:
+    tutti::communicator world_;
+    layout layout_;
+    bool memcpy_;
+    std::vector<std::size_t> counts_;
+    tutti::call_options options_;
+};
+
+struct timing {
+    rank_sample sample;
+    int iterations = 0;
+    int warmup = 0;
+};
+
+// The method's loop: one check on fresh buffers, the warm-up, an agreement
+// on how many timed calls fit in the time limit, then the timed calls, each
+// after a barrier and timed alone.
+tutti::task<timing> time_size(tutti::communicator world, const bench_call& call,
+                              std::vector<buffer_set>& pool, const layout& l, const settings& s,
+                              bool validate) {
+    timing t;
+    if (validate) {
+        co_await tutti::barrier(world);
+        co_await call.run(pool[0]);
+        if (const auto wrong = check(l, pool[0]); !wrong.empty()) {
+            fmt::print(stderr, "tutti-bench: WRONG RESULT: {}\n", wrong);
+            t.sample.failed = 1;
+        }
+    }
+    int iterations = scheduled_iterations(s, l);
+    t.warmup = warmup_iterations(s, iterations);
+    std::size_t next = 0;
+    double warm_seconds = 0;
+    for (int i = 0; i < t.warmup; ++i) {
+        co_await tutti::barrier(world);
+        const auto start = clock_type::now();
+        co_await call.run(pool[next++ % pool.size()]);
+        warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    if (t.warmup > 0) {
+        std::vector<double> mine{warm_seconds / t.warmup}, slowest(1);
+        co_await tutti::all_reduce(world, mine, slowest, tutti::max);
+        iterations = iterations_within_limit(s, iterations, slowest[0]);
+    }
+    double seconds = 0;
+    for (int i = 0; i < iterations; ++i) {
+        co_await tutti::barrier(world);
+        const auto start = clock_type::now();
+        co_await call.run(pool[next++ % pool.size()]);
+        seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    t.iterations = iterations;
+    t.sample.mean_us = seconds / iterations * 1e6;
+    co_return t;
+}
+
+struct cli {
+    settings s;
+    std::string algorithm = "auto";
+    bool memcpy_only = false;
+};
+
+int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) {
+    const auto& s = c.s;
+    const auto& world = job.world();
+    const bool lead = job.rank() == 0;
+    if (s.root >= job.size()) {
+        if (lead)
+            fmt::print(stderr, "tutti-bench: --root {} is not a rank of this {}-rank job\n", s.root,
+                       job.size());
+        return 2;
+    }
+    const std::string transport{world.transport().name()};
+    std::optional<report> out;
+    int bad_file = 0;
+    if (lead) {
+        out.emplace(s, run_info{.tool = "tutti-bench",
+                                .implementation = c.memcpy_only ? "memcpy" : "tutti",
+                                .transport = transport,
+                                .launch = std::string(job.launch().method()),
+                                .ranks = job.size(),
+                                .command = command});
+        try {
+            out->begin();
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "tutti-bench: {}\n", e.what());
+            bad_file = 1;
+        }
+    }
+    std::vector<int> mine_bad{bad_file}, any_bad(1);
+    tutti::wait(world, tutti::all_reduce(world, mine_bad, any_bad, tutti::max));
+    if (any_bad[0]) return 2;
+    const std::vector<tutti::collective> kinds =
+        c.memcpy_only ? std::vector{tutti::collective::all_reduce} : s.collectives;
+    std::size_t steps = 0;
+    for (auto kind : kinds)
+        steps += kind == tutti::collective::barrier ? 1 : s.sizes.size();
+    progress shown(lead ? s : settings{.quiet = true}, steps);
+    bool failed = false;
+
+    for (auto kind : kinds) {
+        const std::string name{c.memcpy_only ? "memcpy" : to_string(kind)};
+        for (std::size_t size : s.sizes) {
+            const auto l = layout_for(kind, size, job.size(), job.rank(), s.root);
+            shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
+            auto pool = make_pool(s, l);
+            const bench_call call(world, l, c.algorithm, c.memcpy_only);
+            const auto chosen = call.resolve_algorithm(pool[0], c.algorithm);
+            if (!chosen.runs) {
+                if (lead) out->skip(name, l.bytes, chosen.text);
+                if (kind == tutti::collective::barrier) break;
+                continue;
+            }
+            const auto t = tutti::wait(
+                world, time_size(world, call, pool, l, s, s.validate && !c.memcpy_only));
+            const auto samples = tutti::wait(world, tutti::gather(world, t.sample));
+            if (lead) {
+                row r{.implementation = c.memcpy_only ? "memcpy" : "tutti",
+                      .label = s.label.empty() ? (c.memcpy_only ? "memcpy" : "tutti") : s.label,
+                      .transport = transport,
+                      .collective = name,
+                      .algorithm = c.memcpy_only ? "memcpy" : c.algorithm,
+                      .chosen = chosen.text,
+                      .ranks = job.size(),
+                      .bytes = l.bytes,
+                      .iterations = t.iterations,
+                      .warmup = t.warmup,
+                      .buffers = static_cast<int>(pool.size())};
+                summarize(r, samples, s.validate && !c.memcpy_only);
+                failed = failed || r.valid == "NO";
+                out->add(r);
+            }
+            if (kind == tutti::collective::barrier) break; // no message, one size
+        }
+    }
+    shown.done();
+    if (lead) {
+        try {
+            out->finish();
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "tutti-bench: {}\n", e.what());
+            failed = true;
+        }
+    }
+    std::vector<int> mine{failed ? 1 : 0}, any(1);
+    tutti::wait(world, tutti::all_reduce(world, mine, any, tutti::max));
+    return any[0] ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    cli c;
+    CLI::App app{"tutti-bench: OSU-style latency and bandwidth of tutti's collectives. Run it "
+                 "as the ranks of a job: tuttirun -n 2 tutti-bench all_reduce"};
+    add_options(app, c.s);
+    app.add_option("-a,--algorithm", c.algorithm,
+                   "the algorithm every call runs, by name (see the catalog), or auto for the "
+                   "default choice; collectives without it are skipped")
+        ->capture_default_str();
+    app.add_flag("--memcpy", c.memcpy_only,
+                 "measure memcpy instead, at the same sizes and the same way (each rank copies "
+                 "its own buffer; one rank gives the single-thread figure)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = e.get_exit_code();
+        app.exit(e);
+        return code == 0 ? 0 : 2;
+    }
+    const std::vector<std::string> command(argv, argv + argc);
+
+    std::optional<tutti::job> job;
+    try {
+        job.emplace();
+    } catch (const tutti::error& e) {
+        fmt::print(stderr, "tutti-bench: cannot join a job: {}\n", e.what());
+        return e.code() == tutti::errc::invalid_argument ? 2 : 1;
+    }
+    try {
+        return run(*job, c, command);
+    } catch (const tutti::error& e) {
+        fmt::print(stderr, "rank {}: tutti-bench failed: {} ({})\n", job->rank(), e.what(),
+                   tutti::to_string(e.code()));
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "rank {}: tutti-bench failed: {}\n", job->rank(), e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,150 @@
+// The measurement method that tutti-bench and benchmarks/mpi_collectives.cpp
+// share, so that tutti and MPI are measured the same way: the same command
+// line, sizes, iteration schedule, buffer layouts, data patterns, checks,
+// statistics and output. Only the calls themselves and the loop that times
+// them (a coroutine in tutti, plain calls in MPI) live in each program.
+//
+// OSU style: each call is preceded by a barrier and timed alone on every
+// rank; a rank's latency is its mean over the timed calls; a row reports the
+// average, minimum and maximum of those means over the ranks, and the
+// algorithm bandwidth is the row's bytes (the largest buffer any rank holds
+// in the call) divided by the maximum.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/collective.hpp"
+
+namespace tutti_bench {
+
+using clock_type = std::chrono::steady_clock;
+// Every collective moves 64-bit integers; reductions sum them.
+using element = std::int64_t;
+
+inline constexpr std::size_t kib = 1024;
+inline constexpr std::size_t mib = 1024 * kib;
+
+// What to measure and how; the same options in both programs.
+struct settings {
+    std::vector<tutti::collective> collectives;
+    std::vector<std::size_t> sizes;
+    int max_iterations = 1000;
+    int min_iterations = 10;
+    // Timed iterations move about this many bytes per size (fewer calls for
+    // large sizes), within [min_iterations, max_iterations].
+    std::size_t budget = 256 * mib;
+    // Warm-up calls per size; negative: a tenth of the timed ones, at least 2.
+    int warmup = -1;
+    // Seconds per size: after the warm-up, the timed calls are cut so that
+    // they end within this (for implementations that collapse).
+    double time_limit = 10.0;
+    int buffers = 1;
+    // The pool of buffer sets is cut so it stays below this many bytes.
+    std::size_t pool_limit = 1024 * mib;
+    bool validate = false;
+    int root = 0;
+    std::string csv;
+    std::string json;
+    std::string label;
+    bool quiet = false;
+    bool progress = false;
+    // The options as given, before parsing into the fields above.
+    struct text {
+        std::vector<std::string> collectives;
+        std::string sizes = "8:64M";
+        std::string budget = "256M";
+        std::string pool_limit = "1G";
+    } given;
+};
+
+// Registers the shared options on app and fills `s` once app is parsed
+// (sizes and collectives are checked in a callback, so a bad value is a
+// usage error with CLI11's message).
+void add_options(CLI::App& app, settings& s);
+
+// "8", "4K", "16M", "1G" (binary multiples); throws std::invalid_argument.
+std::size_t parse_size(const std::string& text);
+// "8:64M" (every power of two in between, ends included even when they are
+// not powers of two) or "8,1K,16M".
+std::vector<std::size_t> parse_sizes(const std::string& text);
+// "all", or names separated by commas.
+std::vector<tutti::collective> parse_collectives(const std::string& text);
+// "8 B", "4 KiB", "16 MiB".
+std::string human_bytes(std::size_t bytes);
+
+// The buffers of one call on one rank, in elements, and the bytes a row
+// reports. Blocked collectives (one block per rank) round the size down to
+// whole blocks of at least one element.
+struct layout {
+    tutti::collective kind = tutti::collective::barrier;
+    int ranks = 1;
+    int rank = 0;
+    int root = 0;
+    std::size_t send = 0;
+    std::size_t recv = 0;
+    std::size_t block = 0; // elements per rank's block; for reductions, the count
+    std::size_t bytes = 0;
+};
+
+layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, int rank, int root);
+
+// Timed calls and warm-up for a layout, before the time limit applies.
+int scheduled_iterations(const settings& s, const layout& l);
+int warmup_iterations(const settings& s, int iterations);
+// The timed calls that fit in the time limit, given the slowest rank's mean
+// warm-up call.
+int iterations_within_limit(const settings& s, int iterations, double warmup_mean_seconds);
+
+// A send and a receive buffer; a pool of them cycles so that successive
+// calls touch different memory.
+struct buffer_set {
+    std::vector<element> send;
+    std::vector<element> recv;
+};
+
+// Allocates the pool for a layout (cut to pool_limit) and fills every set
+// with the layout's pattern, so pages are touched before timing.
+std::vector<buffer_set> make_pool(const settings& s, const layout& l);
+void fill(const layout& l, buffer_set& b);
+// Empty when this rank's result of one call on freshly filled buffers is
+// right; otherwise where it first differs.
+std::string check(const layout& l, const buffer_set& b);
+
+// A rank's contribution to a row: its mean call time and whether its check
+// failed (when validation ran).
+struct rank_sample {
+    double mean_us = 0;
+    double failed = 0;
+};
+
+struct row {
+    std::string implementation;
+    std::string label;
+    std::string transport;
+    std::string collective;
+    std::string algorithm;
+    std::string chosen;
+    int ranks = 0;
+    std::size_t bytes = 0;
+    int iterations = 0;
+    int warmup = 0;
+    int buffers = 0;
+    double avg_us = 0;
+    double min_us = 0;
+    double max_us = 0;
+    double algbw_gbps = 0;
+    std::string valid; // "yes", "NO", or "-" when not checked
+};
+
+// Fills the statistics of r from every rank's sample.
+void summarize(row& r, std::span<const rank_sample> samples, bool validated);
+
+} // namespace tutti_bench

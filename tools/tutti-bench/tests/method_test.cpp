@@ -1,0 +1,148 @@
+// The shared measurement method without any communication: size parsing,
+// layouts, the iteration schedule, and that the checks accept exactly the
+// results a correct collective produces (computed here by hand from every
+// rank's filled buffers) and reject one wrong element.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "method.hpp"
+
+using namespace tutti_bench;
+using tutti::collective;
+
+TEST_CASE("sizes: units, lists and power-of-two ranges") {
+    CHECK(parse_size("8") == 8);
+    CHECK(parse_size("4K") == 4096);
+    CHECK(parse_size("16MiB") == 16 * mib);
+    CHECK(parse_size("1G") == 1024 * mib);
+    CHECK(parse_sizes("8,1K,16M") == std::vector<std::size_t>{8, 1024, 16 * mib});
+    CHECK(parse_sizes("8:64") == std::vector<std::size_t>{8, 16, 32, 64});
+    CHECK(parse_sizes("3:20") == std::vector<std::size_t>{3, 4, 8, 16, 20});
+    CHECK(parse_sizes("8:64M").size() == 24);
+    CHECK_THROWS_AS(parse_size("12Q"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_size("-1"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_sizes("64:8"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_sizes("1:2:3"), std::invalid_argument);
+    CHECK(parse_collectives("all").size() == tutti::all_collectives.size());
+    CHECK(parse_collectives("barrier,scan") ==
+          std::vector<collective>{collective::barrier, collective::scan});
+    CHECK_THROWS_AS(parse_collectives("allreduce"), std::invalid_argument);
+}
+
+TEST_CASE("layouts: bytes are the largest buffer, blocks are whole and non-empty") {
+    auto l = layout_for(collective::all_gather, 8, 2, 0, 0);
+    CHECK(l.send == 1);
+    CHECK(l.recv == 2);
+    CHECK(l.bytes == 16);
+    l = layout_for(collective::reduce_scatter, 1000, 3, 1, 0);
+    CHECK(l.block == 41);
+    CHECK(l.send == 123);
+    CHECK(l.recv == 41);
+    CHECK(l.bytes == 123 * 8);
+    l = layout_for(collective::all_reduce, 16 * mib, 4, 2, 0);
+    CHECK(l.send == 2 * mib);
+    CHECK(l.bytes == 16 * mib);
+    CHECK(layout_for(collective::barrier, 1024, 2, 0, 0).bytes == 0);
+}
+
+TEST_CASE("schedule: the budget sets the count within its bounds; the time limit cuts it") {
+    settings s;
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 8, 2, 0, 0)) == 1000);
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, mib, 2, 0, 0)) == 256);
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 64 * mib, 2, 0, 0)) == 10);
+    CHECK(warmup_iterations(s, 1000) == 100);
+    CHECK(warmup_iterations(s, 10) == 2);
+    s.time_limit = 1.0;
+    CHECK(iterations_within_limit(s, 1000, 0.01) == 100);
+    CHECK(iterations_within_limit(s, 1000, 0.0001) == 1000);
+    CHECK(iterations_within_limit(s, 1000, 5.0) == 1);
+}
+
+namespace {
+
+// Every rank's buffers after a correct call, computed from the filled send
+// buffers of all ranks.
+std::vector<buffer_set> simulate(collective kind, std::size_t bytes, int ranks, int root) {
+    std::vector<layout> layouts;
+    std::vector<buffer_set> b(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+        layouts.push_back(layout_for(kind, bytes, ranks, r, root));
+        b[r].send.resize(layouts[r].send);
+        b[r].recv.resize(layouts[r].recv);
+        fill(layouts[r], b[r]);
+    }
+    const std::size_t block = layouts[0].block;
+    const auto p = static_cast<std::size_t>(ranks);
+    for (std::size_t r = 0; r < p; ++r) {
+        auto& out = b[r].recv;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            element v = 0;
+            switch (kind) {
+            case collective::all_reduce:
+            case collective::reduce:
+                for (std::size_t q = 0; q < p; ++q)
+                    v += b[q].send[i];
+                break;
+            case collective::scan:
+                for (std::size_t q = 0; q <= r; ++q)
+                    v += b[q].send[i];
+                break;
+            case collective::exscan:
+                if (r == 0) v = out[i];
+                for (std::size_t q = 0; q < r; ++q)
+                    v += b[q].send[i];
+                break;
+            case collective::all_gather:
+            case collective::gather:
+                v = b[i / block].send[i % block];
+                break;
+            case collective::scatter:
+                v = b[static_cast<std::size_t>(root)].send[r * block + i];
+                break;
+            case collective::all_to_all:
+            case collective::all_to_allv:
+                v = b[i / block].send[r * block + i % block];
+                break;
+            case collective::reduce_scatter:
+                for (std::size_t q = 0; q < p; ++q)
+                    v += b[q].send[r * block + i];
+                break;
+            default:
+                break;
+            }
+            out[i] = v;
+        }
+    }
+    if (kind == collective::broadcast)
+        for (std::size_t r = 0; r < p; ++r)
+            b[r].send = b[static_cast<std::size_t>(root)].send;
+    return b;
+}
+
+} // namespace
+
+TEST_CASE("checks accept a correct result and reject one wrong element") {
+    for (auto kind : tutti::all_collectives) {
+        if (kind == collective::barrier) continue;
+        for (int ranks : {1, 2, 3, 5}) {
+            CAPTURE(to_string(kind));
+            CAPTURE(ranks);
+            const int root = ranks - 1;
+            auto results = simulate(kind, 1000, ranks, root);
+            for (int r = 0; r < ranks; ++r)
+                CHECK(check(layout_for(kind, 1000, ranks, r, root), results[r]).empty());
+            // Corrupt the last element a rank checks: the root for rooted
+            // collectives, the last rank otherwise (exscan's rank 0 has none).
+            const int victim =
+                kind == collective::reduce || kind == collective::gather ? root : ranks - 1;
+            if (kind == collective::exscan && victim == 0) continue;
+            auto& target =
+                kind == collective::broadcast ? results[victim].send : results[victim].recv;
+            target.back() ^= 1;
+            CHECK_FALSE(
+                check(layout_for(kind, 1000, ranks, victim, root), results[victim]).empty());
+        }
+    }
+}

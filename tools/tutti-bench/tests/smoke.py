@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Smoke test of tutti-bench: a short sweep of every collective under
+`tuttirun -n 2` with every result checked, then the CSV and JSON it wrote are
+parsed and compared (same rows, the expected columns, sane numbers), and
+tools/plot_bench.py turns the CSV into a PNG when matplotlib is installed.
+
+Exit status 0 when all holds; otherwise the first failure is printed.
+"""
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+COLLECTIVES = ["barrier", "broadcast", "reduce", "all_reduce", "gather", "scatter",
+               "all_gather", "all_to_all", "all_to_allv", "reduce_scatter", "scan", "exscan"]
+COLUMNS = ["implementation", "label", "transport", "collective", "algorithm", "chosen", "ranks",
+           "bytes", "iterations", "warmup", "buffers", "avg_us", "min_us", "max_us",
+           "algbw_GBps", "valid"]
+SIZES = "8,1K,256K"  # eager, chunked and (from 256 KiB) single-copy paths of shm
+
+
+def fail(message):
+    print(f"tutti-bench smoke: FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(command, timeout):
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"{' '.join(command)} did not finish in {timeout} s")
+    if done.returncode != 0:
+        fail(f"{' '.join(command)} exited with {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def plotting_python():
+    """This interpreter when it has matplotlib, else Debian's (python3-matplotlib
+    installs there, while python3 on PATH may be another one), else None."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        return sys.executable
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and subprocess.run(
+            [system, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+        return system
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tuttirun", required=True)
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--plot", required=True)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="tutti-bench-smoke.") as tmp:
+        csv_path = os.path.join(tmp, "out.csv")
+        json_path = os.path.join(tmp, "out.json")
+        run([args.tuttirun, "-n", "2", "--timeout", "60", args.bench, "all", "-m", SIZES,
+             "--validate", "-i", "20", "--min-iterations", "2", "-w", "2", "--buffers", "3",
+             "--csv", csv_path, "--json", json_path, "--label", "smoke"], timeout=90)
+
+        with open(csv_path, newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames != COLUMNS:
+                fail(f"CSV columns {reader.fieldnames}, expected {COLUMNS}")
+            rows = list(reader)
+        with open(json_path) as f:
+            doc = json.load(f)
+        results = doc["results"]
+
+        # barrier has one row; every other collective one per size.
+        expected = 1 + (len(COLLECTIVES) - 1) * len(SIZES.split(","))
+        if len(rows) != expected or len(results) != expected:
+            fail(f"{len(rows)} CSV rows and {len(results)} JSON rows, expected {expected}")
+        if doc["ranks"] != 2 or doc["implementation"] != "tutti" or doc["label"] != "smoke":
+            fail(f"JSON head {doc['ranks']=} {doc['implementation']=} {doc['label']=}")
+        seen = set()
+        for row, result in zip(rows, results):
+            if row["collective"] != result["collective"] or int(row["bytes"]) != result["bytes"]:
+                fail(f"CSV row {row} and JSON row {result} differ")
+            seen.add(row["collective"])
+            if row["valid"] != "yes":
+                fail(f"{row['collective']} {row['bytes']} B: valid is {row['valid']!r}")
+            if row["ranks"] != "2" or row["implementation"] != "tutti":
+                fail(f"row {row}")
+            low, mean, high = float(row["min_us"]), float(row["avg_us"]), float(row["max_us"])
+            if not 0 < low <= mean <= high:
+                fail(f"{row['collective']}: min/avg/max {low}/{mean}/{high} out of order")
+            if row["collective"] != "barrier" and float(row["algbw_GBps"]) <= 0:
+                fail(f"{row['collective']}: no bandwidth")
+            if not row["chosen"]:
+                fail(f"{row['collective']}: no algorithm named")
+        if seen != set(COLLECTIVES):
+            fail(f"collectives measured {sorted(seen)}, expected all {len(COLLECTIVES)}")
+
+        # A forced algorithm that a collective lacks is skipped, not an error.
+        done = run([args.tuttirun, "-n", "2", "--timeout", "30", args.bench, "barrier,all_reduce",
+                    "-a", "ring", "-m", "64", "-i", "5", "--validate", "-q"], timeout=60)
+        if "skipped" not in done.stdout or "ring" not in done.stdout:
+            fail(f"expected barrier skipped and all_reduce with ring:\n{done.stdout}")
+
+        python = plotting_python()
+        if python is None:
+            print("tutti-bench smoke: matplotlib missing, plot not tried")
+        else:
+            plots = os.path.join(tmp, "plots")
+            run([python, args.plot, csv_path, "-o", plots], timeout=120)
+            pngs = [p for p in os.listdir(plots) if p.endswith(".png")]
+            if len(pngs) != len(COLLECTIVES):
+                fail(f"plot wrote {sorted(pngs)}, expected one PNG per collective")
+            for p in pngs:
+                with open(os.path.join(plots, p), "rb") as f:
+                    if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                        fail(f"{p} is not a PNG")
+    print("tutti-bench smoke: ok")
+
+
+if __name__ == "__main__":
+    main()

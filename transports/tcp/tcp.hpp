@@ -1,0 +1,71 @@
+// The TCP transport: ranks on any network exchange messages over Asio TCP
+// sockets driven by C++20 coroutines on the caller's io_context. One
+// connection per pair of ranks, made when first needed (the lower rank
+// connects; a simultaneous connect from the higher rank is answered by
+// asking it to wait for ours), authenticated by the job-secret handshake of
+// handshake.hpp before any data frame is accepted, and framed by frame.hpp.
+// A send is one gathered write of header and user bytes; a receive lands
+// straight in the destination of its posted receive, or is queued (within a
+// memory bound) until that receive is posted. A peer whose connection drops
+// without a goodbye frame fails every pending and later receive with
+// errc::peer_lost naming it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/bootstrap.hpp"
+#include "core/asio.hpp"
+#include "core/transport.hpp"
+
+namespace tutti::tcp {
+
+struct options {
+    // "" : TUTTI_TCP_ADDRESS if set, else where the bootstrap says this rank
+    // is reachable, else the host's address.
+    std::string listen_address;
+    // 0: any free port (TUTTI_TCP_PORT may set it).
+    std::uint16_t listen_port = 0;
+    // Per series of attempts; the final error names peer rank and address.
+    std::chrono::milliseconds connect_timeout{10000};
+    // The largest data frame accepted; a longer one closes its connection.
+    std::uint64_t max_frame_payload = std::uint64_t{1} << 30;
+    // "" : TUTTI_JOB_SECRET, else rank 0 makes a random one and shares it
+    // through the bootstrap.
+    std::string secret;
+    // Bytes of arrived messages whose receive is not yet posted that one
+    // rank keeps; a peer exceeding it is read no further until receives are
+    // posted (TCP's flow control then holds the sender back).
+    std::uint64_t max_unexpected_bytes = std::uint64_t{1} << 31;
+    // true: a waiting rank polls its sockets (spinning, then yielding) before
+    // it blocks: a few microseconds less per message when the cores are idle,
+    // far more when other processes want them. false: it blocks in the
+    // io_context at once. TUTTI_TCP_BUSY_POLL=1 or 0 overrides it.
+    bool busy_poll = false;
+};
+
+// What happened on this rank's connections, for tests and tutti-info.
+struct counters {
+    std::uint64_t frames_sent = 0, frames_received = 0, connections = 0, rejected_connections = 0,
+                  bad_frames = 0;
+};
+
+class transport : public tutti::transport {
+public:
+    // "address:port" this rank listens on.
+    virtual std::string endpoint() const = 0;
+    // What every rank published.
+    virtual std::string endpoint_of(int rank) const = 0;
+    virtual tcp::counters counters() const noexcept = 0;
+};
+
+// Collective over the bootstrap's ranks (every rank calls it): listens,
+// publishes its endpoint with boot.all_gather, connects lazily on first
+// send. World ranks = bootstrap ranks. Throws tutti::error for bad options,
+// an address it cannot listen on, or a secret that is not 64 hex digits.
+std::shared_ptr<tcp::transport> create_transport(bootstrap& boot, asio::io_context& context,
+                                                 options opts = {});
+
+} // namespace tutti::tcp

@@ -1,0 +1,45 @@
+// A TCP job in which one rank dies in the middle of a collective, for
+// tcp_fault_test.cpp. After a barrier every rank enters an all_reduce; rank
+// `victim` kills itself with SIGKILL instead. The others must fail with
+// peer_lost naming it, in the all_reduce or in the barrier if they are still
+// in it when the victim's connection ends (a loss fails every pending
+// receive); they print what they got and exit 0 only in that case. They
+// ignore SIGTERM so the launcher's clean-up does not end them before they
+// can tell.
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/join.hpp"
+#include "transports/tcp/tcp.hpp"
+#include "tutti.hpp"
+
+int main(int argc, char** argv) {
+    const int victim = argc > 1 ? std::atoi(argv[1]) : 1;
+    std::signal(SIGTERM, SIG_IGN);
+    asio::io_context context;
+    auto launch = tutti::join_job();
+    tutti::communicator world(tutti::tcp::create_transport(*launch, context));
+    std::vector<std::int64_t> data(1 << 16, world.rank());
+    try {
+        tutti::wait(world, tutti::barrier(world));
+        if (world.rank() == victim) std::raise(SIGKILL);
+        tutti::wait(world, tutti::all_reduce(world, data, tutti::sum));
+        std::printf("rank %d: the all_reduce finished without rank %d\n", world.rank(), victim);
+        return 1;
+    } catch (const tutti::error& e) {
+        std::printf("rank %d: %s: %s\n", world.rank(),
+                    std::string(tutti::to_string(e.code())).c_str(), e.what());
+        std::fflush(stdout);
+        // Stay a moment, so the other survivors see the victim's loss rather
+        // than ours.
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        const bool named =
+            std::string(e.what()).find("rank " + std::to_string(victim)) != std::string::npos;
+        std::_Exit(e.code() == tutti::errc::peer_lost && named ? 0 : 1);
+    }
+}

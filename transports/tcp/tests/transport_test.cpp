@@ -1,0 +1,399 @@
+// The TCP transport against a hand-driven peer in the same process: the test
+// plays rank 1 (and strangers) with its own sockets on the transport's
+// io_context, so every frame on the wire is chosen here. Strangers without
+// the secret, garbage and early data frames are closed and counted while the
+// real peer still gets through; malformed frames after a valid handshake
+// close that connection with an error naming the fault; a peer that vanishes
+// fails the receives waiting for it; an unreachable peer is named with its
+// address.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/write.hpp>
+
+#include "core/error.hpp"
+#include "transports/tcp/frame.hpp"
+#include "transports/tcp/handshake.hpp"
+#include "transports/tcp/tcp.hpp"
+
+using namespace tutti;
+namespace ip = asio::ip;
+
+namespace {
+
+const std::string secret_hex(64, 'a');
+const std::string job = "tcp-transport-test";
+
+// Rank 0 of a job whose other ranks' endpoints are given.
+class fake_bootstrap final : public bootstrap {
+public:
+    explicit fake_bootstrap(std::vector<std::string> others) : others_(std::move(others)) {}
+    int rank() const noexcept override { return 0; }
+    int size() const noexcept override { return static_cast<int>(others_.size()) + 1; }
+    const std::string& job_id() const noexcept override { return job_; }
+    const std::string& node() const noexcept override { return node_; }
+    std::string_view method() const noexcept override { return "test"; }
+    std::string reachable_address() const override { return "127.0.0.1"; }
+    std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
+        std::vector<std::vector<std::byte>> all{{mine.begin(), mine.end()}};
+        for (const auto& other : others_) {
+            const auto text = other + "|";
+            const auto* p = reinterpret_cast<const std::byte*>(text.data());
+            all.emplace_back(p, p + text.size());
+        }
+        return all;
+    }
+
+private:
+    std::vector<std::string> others_;
+    std::string job_ = job;
+    std::string node_ = "here";
+};
+
+// Runs the context until the coroutine ends; fails the test after 20 s.
+template <class T>
+T run(asio::io_context& io, task<T> work) {
+    using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
+    std::optional<stored> result;
+    std::exception_ptr failure;
+    bool done = false;
+    if constexpr (std::is_void_v<T>) {
+        asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
+            failure = e;
+            done = true;
+        });
+    } else {
+        asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T value) {
+            failure = e;
+            if (!e) result.emplace(std::move(value));
+            done = true;
+        });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE_MESSAGE(done, "the test's peer did not finish within 20 s");
+    if (failure) std::rethrow_exception(failure);
+    if constexpr (!std::is_void_v<T>) return std::move(*result);
+}
+
+// Runs the context until the request completes; its error text, "" on success.
+std::string outcome(asio::io_context& io, const request& r, errc expected = errc::peer_lost) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!r->done() && std::chrono::steady_clock::now() < deadline) {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE_MESSAGE(r->done(), "the request did not complete within 20 s");
+    bool finished = false;
+    std::string text;
+    asio::co_spawn(
+        io,
+        [](request r, std::string& text, errc expected) -> task<void> {
+            try {
+                co_await r->wait();
+            } catch (const error& e) {
+                CHECK(e.code() == expected);
+                text = e.what();
+            }
+        }(r, text, expected),
+        [&](std::exception_ptr) { finished = true; });
+    while (!finished)
+        io.run_one_for(std::chrono::milliseconds(10));
+    return text;
+}
+
+message_header data_header(int source, std::uint64_t bytes, std::uint64_t step = 0) {
+    message_header m;
+    m.key = {.communicator = 7, .generation = 1, .step = step, .source = source};
+    m.kind = collective::broadcast;
+    m.algorithm = algorithm_id("test");
+    m.bytes = bytes;
+    return m;
+}
+
+task<void> write_raw(ip::tcp::socket& s, std::vector<std::byte> bytes) {
+    co_await asio::async_write(s, asio::buffer(bytes), asio::use_awaitable);
+}
+
+task<void> write_frame(ip::tcp::socket& s, tcp::frame_kind kind, message_header m,
+                       std::vector<std::byte> payload) {
+    m.bytes = payload.size();
+    const auto header = tcp::encode_frame_header({kind, m});
+    std::vector<std::byte> bytes(header.begin(), header.end());
+    bytes.insert(bytes.end(), payload.begin(), payload.end());
+    co_await write_raw(s, std::move(bytes));
+}
+
+task<std::vector<std::byte>> read_payload(ip::tcp::socket& s, tcp::frame_kind want) {
+    tcp::frame_header_bytes raw{};
+    co_await asio::async_read(s, asio::buffer(raw), asio::use_awaitable);
+    const auto header = tcp::decode_frame_header(raw, {.max_payload = 1 << 20, .job_size = 3});
+    REQUIRE(header.kind == want);
+    std::vector<std::byte> payload(header.message.bytes);
+    co_await asio::async_read(s, asio::buffer(payload), asio::use_awaitable);
+    co_return payload;
+}
+
+// Connects to the transport; with a secret, proves it as rank `me` and
+// checks the transport's proof. Returns the socket either way.
+task<std::shared_ptr<ip::tcp::socket>> connect(std::string endpoint, const std::string& secret,
+                                               int me = 1, bool handshake = true) {
+    auto executor = co_await asio::this_coro::executor;
+    auto s = std::make_shared<ip::tcp::socket>(executor);
+    const auto colon = endpoint.rfind(':');
+    const ip::tcp::endpoint where(
+        ip::make_address(endpoint.substr(0, colon)),
+        static_cast<std::uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+    co_await s->async_connect(where, asio::use_awaitable);
+    if (!handshake) co_return s;
+    const auto key = tcp::job_secret::from_hex(secret);
+    tcp::hello_message hello{tcp::make_challenge(), me, 0};
+    const auto hello_bytes = tcp::encode_hello(hello);
+    co_await write_frame(*s, tcp::frame_kind::hello, data_header(me, 0),
+                         {hello_bytes.begin(), hello_bytes.end()});
+    const auto theirs =
+        tcp::decode_challenge(co_await read_payload(*s, tcp::frame_kind::challenge));
+    const tcp::handshake_binding binding{job, me, 0};
+    const auto proof =
+        tcp::make_proof(key, tcp::handshake_role::connector, hello.challenge, theirs, binding);
+    co_await write_frame(*s, tcp::frame_kind::proof, data_header(me, 0),
+                         {proof.begin(), proof.end()});
+    const auto welcome = co_await read_payload(*s, tcp::frame_kind::welcome);
+    tcp::verify_proof(key, tcp::handshake_role::acceptor, theirs, hello.challenge, binding,
+                      welcome);
+    co_return s;
+}
+
+// Reads until the transport closes the connection: true when it did.
+task<bool> closed_by_peer(std::shared_ptr<ip::tcp::socket> s) {
+    std::array<std::byte, 4096> sink{};
+    for (;;) {
+        asio::error_code ec;
+        co_await s->async_read_some(asio::buffer(sink),
+                                    asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return ec == asio::error::eof || ec == asio::error::connection_reset;
+    }
+}
+
+tcp::options test_options() {
+    tcp::options o;
+    o.listen_address = "127.0.0.1";
+    o.secret = secret_hex;
+    o.max_frame_payload = 1 << 20;
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    return o;
+}
+
+std::vector<std::byte> pattern(std::size_t n, int seed) {
+    std::vector<std::byte> bytes(n);
+    for (std::size_t i = 0; i < n; ++i)
+        bytes[i] = static_cast<std::byte>((i * 31 + static_cast<std::size_t>(seed)) & 0xff);
+    return bytes;
+}
+
+} // namespace
+
+TEST_CASE("tcp transport: strangers are closed and counted, the real peer gets through") {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9", "127.0.0.1:9"});
+    auto t = tcp::create_transport(boot, io, test_options());
+    const auto where = t->endpoint();
+    CHECK(where.starts_with("127.0.0.1:"));
+    CHECK(t->endpoint_of(1) == "127.0.0.1:9");
+
+    // Knows the protocol but not the secret.
+    const std::string wrong(64, 'b');
+    CHECK_THROWS_AS(run(io, connect(where, wrong)), std::exception);
+    // Garbage.
+    CHECK(run(io, [](std::string where) -> task<bool> {
+        auto s = co_await connect(where, "", 1, false);
+        co_await write_raw(*s, pattern(200, 3));
+        co_return co_await closed_by_peer(s);
+    }(where)));
+    // A data frame instead of a hello.
+    CHECK(run(io, [](std::string where) -> task<bool> {
+        auto s = co_await connect(where, "", 1, false);
+        co_await write_frame(*s, tcp::frame_kind::data, data_header(1, 0), pattern(16, 1));
+        co_return co_await closed_by_peer(s);
+    }(where)));
+    CHECK(t->counters().rejected_connections == 3);
+    CHECK(t->counters().connections == 0);
+
+    // Rank 1 itself: its message arrives whole.
+    std::vector<std::byte> got(4096);
+    auto r = t->irecv(data_header(1, got.size()), got);
+    auto s = run(io, connect(where, secret_hex));
+    run(io, write_frame(*s, tcp::frame_kind::data, data_header(1, 0), pattern(4096, 5)));
+    CHECK(outcome(io, r).empty());
+    CHECK(got == pattern(4096, 5));
+    // And ours to it: a message larger than the read buffer, sent in place.
+    const auto big = pattern(700000, 9);
+    auto sent = t->isend(1, data_header(0, big.size(), 1), big);
+    const auto arrived = run(io, read_payload(*s, tcp::frame_kind::data));
+    CHECK(outcome(io, sent).empty());
+    CHECK(arrived == big);
+    CHECK(t->counters().connections == 1);
+    CHECK(t->counters().rejected_connections == 3);
+    CHECK(t->counters().bad_frames == 0);
+    run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+}
+
+TEST_CASE("tcp transport: a malformed frame after the handshake closes that connection") {
+    struct variant {
+        const char* name;
+        std::vector<std::byte> bytes;
+        const char* reason;
+    };
+    auto header = [](tcp::frame_kind kind, message_header m) {
+        const auto h = tcp::encode_frame_header({kind, m});
+        return std::vector<std::byte>(h.begin(), h.end());
+    };
+    std::vector<variant> variants;
+    auto bad_magic = header(tcp::frame_kind::data, data_header(1, 0));
+    bad_magic[0] = std::byte{'X'};
+    variants.push_back({"bad magic", bad_magic, "bad magic number"});
+    variants.push_back({"too long", header(tcp::frame_kind::data, data_header(1, 2 << 20)),
+                        "more than the 1048576 allowed"});
+    variants.push_back({"another source", header(tcp::frame_kind::data, data_header(2, 0)),
+                        "claiming to come from rank 2"});
+    auto unknown_kind = header(tcp::frame_kind::data, data_header(1, 0));
+    unknown_kind[6] = std::byte{99};
+    variants.push_back({"unknown kind", unknown_kind, "unknown frame kind 99"});
+    variants.push_back({"hello again", header(tcp::frame_kind::hello, data_header(1, 0)),
+                        "unexpected hello frame"});
+    auto out_of_range = header(tcp::frame_kind::data, data_header(1, 0));
+    out_of_range[32] = std::byte{7};
+    variants.push_back({"source outside the job", out_of_range, "source rank 7 outside"});
+
+    for (const auto& v : variants) {
+        CAPTURE(v.name);
+        asio::io_context io;
+        fake_bootstrap boot({"127.0.0.1:9", "127.0.0.1:9"});
+        auto t = tcp::create_transport(boot, io, test_options());
+        std::vector<std::byte> into(8);
+        auto waiting = t->irecv(data_header(1, into.size()), into);
+        auto s = run(io, connect(t->endpoint(), secret_hex));
+        run(io, write_raw(*s, v.bytes));
+        const auto text = outcome(io, waiting);
+        CHECK(text.find("rank 1 sent a malformed frame") != std::string::npos);
+        CHECK(text.find(v.reason) != std::string::npos);
+        CHECK(run(io, closed_by_peer(s)));
+        CHECK(t->counters().bad_frames == 1);
+        // Later receives fail at once too.
+        auto later = t->irecv(data_header(2, into.size(), 3), into);
+        CHECK(outcome(io, later).find("rank 1") != std::string::npos);
+    }
+}
+
+TEST_CASE("tcp transport: a peer that vanishes fails the receives; a goodbye is not a loss") {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9", "127.0.0.1:9"});
+    auto t = tcp::create_transport(boot, io, test_options());
+    SUBCASE("vanished") {
+        std::vector<std::byte> into(8);
+        auto waiting = t->irecv(data_header(2, into.size()), into);
+        auto s = run(io, connect(t->endpoint(), secret_hex));
+        s->close();
+        const auto text = outcome(io, waiting);
+        CHECK(text.find("rank 1 at 127.0.0.1:9 was lost: its TCP connection ended without a "
+                        "goodbye") != std::string::npos);
+    }
+    SUBCASE("goodbye") {
+        std::vector<std::byte> from1(8);
+        std::vector<std::byte> from2(8);
+        auto waiting1 = t->irecv(data_header(1, from1.size()), from1);
+        auto waiting2 = t->irecv(data_header(2, from2.size()), from2);
+        auto s = run(io, connect(t->endpoint(), secret_hex));
+        run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+        s->shutdown(ip::tcp::socket::shutdown_send);
+        CHECK(outcome(io, waiting1)
+                  .find("rank 1 closed its TCP transport while rank 0 still "
+                        "waited") != std::string::npos);
+        CHECK(run(io, closed_by_peer(s)));
+        io.run_for(std::chrono::milliseconds(50));
+        CHECK_FALSE(waiting2->done()); // rank 2 is not affected
+        const auto refused = t->isend(1, data_header(0, 0), {});
+        CHECK(outcome(io, refused).find("rank 1 has closed") != std::string::npos);
+    }
+}
+
+TEST_CASE("tcp transport: early messages beyond max_unexpected_bytes wait for their receives") {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9"});
+    auto o = test_options();
+    o.max_unexpected_bytes = 100000;
+    auto t = tcp::create_transport(boot, io, o);
+    auto s = run(io, connect(t->endpoint(), secret_hex));
+    // Three early messages of 60000 bytes: the first is kept, the second
+    // would exceed the bound, so the connection is read no further.
+    for (int k = 0; k < 3; ++k)
+        run(io, write_frame(*s, tcp::frame_kind::data, data_header(1, 0, k), pattern(60000, k)));
+    std::vector<std::vector<std::byte>> got(3, std::vector<std::byte>(60000));
+    auto third = t->irecv(data_header(1, 60000, 2), got[2]);
+    io.run_for(std::chrono::milliseconds(200));
+    CHECK_FALSE(third->done());
+    // Taking the first makes room: the second is kept, the third lands in
+    // its posted receive.
+    auto first = t->irecv(data_header(1, 60000, 0), got[0]);
+    CHECK(first->done());
+    CHECK(outcome(io, third).empty());
+    auto second = t->irecv(data_header(1, 60000, 1), got[1]);
+    CHECK(outcome(io, second).empty());
+    for (int k = 0; k < 3; ++k)
+        CHECK(got[static_cast<std::size_t>(k)] == pattern(60000, k));
+    run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+}
+
+TEST_CASE("tcp transport: an unreachable peer is named with its address") {
+    asio::io_context io;
+    // A port nobody listens on any more, and one that listens but never answers.
+    std::string refused;
+    {
+        ip::tcp::acceptor a(io, ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0));
+        refused = "127.0.0.1:" + std::to_string(a.local_endpoint().port());
+    }
+    ip::tcp::acceptor silent(io, ip::tcp::endpoint(ip::make_address("127.0.0.1"), 0));
+    const auto silent_at = "127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+    fake_bootstrap boot({refused, silent_at});
+    auto o = test_options();
+    o.connect_timeout = std::chrono::milliseconds(300);
+    auto t = tcp::create_transport(boot, io, o);
+    const std::vector<std::byte> data(8);
+    const auto to1 = outcome(io, t->isend(1, data_header(0, data.size()), data));
+    CHECK(to1.find("rank 1 cannot be reached at " + refused + ": connection refused") !=
+          std::string::npos);
+    // The loss of rank 1 fails every receive; a send to rank 2 still tries.
+    const auto to2 = outcome(io, t->isend(2, data_header(0, data.size()), data));
+    CHECK(to2.find("rank 2 cannot be reached at " + silent_at + ": no connection within 300 ms") !=
+          std::string::npos);
+}
+
+TEST_CASE("tcp transport: bad options are refused with the reason") {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9"});
+    auto o = test_options();
+    o.listen_address = "not an address";
+    CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o),
+                         doctest::Contains("cannot listen at 'not an address'"), error);
+    o = test_options();
+    o.secret = "xyz";
+    CHECK_THROWS_AS(tcp::create_transport(boot, io, o), error);
+    o = test_options();
+    o.connect_timeout = std::chrono::milliseconds(0);
+    CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o), doctest::Contains("connect_timeout"),
+                         error);
+}
