@@ -147,7 +147,9 @@ call_signature signature_of(const call_description& d) {
     }
     s.equal_counts = *kind != collective::all_to_allv && !d.unequal_counts;
     s.has_hierarchy = d.hierarchy;
-    s.transport = d.transport;
+    // The signature keeps a view: point it at the tree's own name, which
+    // outlives the request (d may be a temporary).
+    if (!d.transport.empty()) s.transport = *std::ranges::find(tree_transports, d.transport);
     s.single_copy = d.single_copy;
     s.ranks_per_node = d.ranks_per_node;
     s.nodes = d.nodes;
