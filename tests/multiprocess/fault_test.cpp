@@ -64,6 +64,28 @@ TEST_CASE("a rank killed mid-collective: the others name it, tuttirun fails, not
     }
 }
 
+// The same with TCP alone on one node (TUTTI_TRANSPORT=tcp): the loss
+// arrives as a connection that ends without a goodbye, and the ranks not
+// connected to the victim learn it from those that are.
+TEST_CASE("a rank killed in a job over TCP alone: every survivor names it") {
+    const auto tuttirun = program("TUTTIRUN");
+    const auto probe = program("FAULT_PROBE");
+    for (auto [ranks, victim] : {std::pair{2, 1}, {3, 2}, {4, 1}, {4, 3}}) {
+        CAPTURE(ranks);
+        CAPTURE(victim);
+        auto f =
+            run("TUTTI_TRANSPORT=tcp timeout 120 " + tuttirun + " -n " + std::to_string(ranks) +
+                " --grace-ms 5000 " + probe + " " + std::to_string(victim));
+        CAPTURE(f.output);
+        CHECK(f.status == 128 + 9); // the victim's SIGKILL, as a shell reports it
+        for (int r = 0; r < ranks; ++r) {
+            if (r == victim) continue;
+            CHECK(f.output.find("rank " + std::to_string(r) + ": peer lost: tutti: rank " +
+                                std::to_string(victim) + " ") != std::string::npos);
+        }
+    }
+}
+
 // The same across nodes: one tuttirun per (posed or namespaced) host, see
 // multi_host.sh. The survivors on the victim's node learn of it through
 // shared memory, the others through TCP, and every one must name it.
