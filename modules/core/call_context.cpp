@@ -9,10 +9,10 @@
 
 namespace tutti {
 
-call_context::call_context(communicator comm, std::uint64_t generation, collective kind,
+call_context::call_context(const communicator& comm, std::uint64_t generation, collective kind,
                            std::string_view algorithm)
-    : comm_(std::move(comm)), rank_(comm_.rank()), size_(comm_.size()), generation_(generation),
-      kind_(kind), algorithm_(algorithm_id(algorithm)) {}
+    : comm_(&comm), rank_(comm.rank()), size_(comm.size()), generation_(generation), kind_(kind),
+      algorithm_(algorithm_id(algorithm)) {}
 
 call_context call_context::phase(unsigned index, std::string_view algorithm) const {
     // 6 bits per nesting level above the 20 bits of steps: 63 parts per
@@ -33,7 +33,7 @@ message_header call_context::header(int world_source, std::uint64_t step, std::s
         throw error(errc::invalid_argument,
                     fmt::format("algorithm step {} is beyond the limit {}", step, max_steps));
     message_header h;
-    h.key.communicator = comm_.id();
+    h.key.communicator = comm_->id();
     h.key.generation = generation_;
     h.key.step = (phase_path_ << 20) | step;
     h.key.source = world_source;
@@ -44,24 +44,26 @@ message_header call_context::header(int world_source, std::uint64_t step, std::s
 }
 
 request call_context::isend(int peer, std::uint64_t step, std::span<const std::byte> data) const {
-    auto& t = comm_.transport();
-    return t.isend(comm_.world_rank(peer), header(t.rank(), step, data.size()), data);
+    auto& t = comm_->transport();
+    return t.isend(comm_->world_rank(peer), header(t.rank(), step, data.size()), data);
 }
 
 request call_context::irecv(int peer, std::uint64_t step, std::span<std::byte> into) const {
-    return comm_.transport().irecv(header(comm_.world_rank(peer), step, into.size()), into);
+    return comm_->transport().irecv(header(comm_->world_rank(peer), step, into.size()), into);
 }
 
 request call_context::irecv_any_size(int peer, std::uint64_t step) const {
-    return comm_.transport().irecv_any_size(header(comm_.world_rank(peer), step, 0));
+    return comm_->transport().irecv_any_size(header(comm_->world_rank(peer), step, 0));
 }
 
 task<void> call_context::send(int peer, std::uint64_t step, std::span<const std::byte> data) const {
-    co_await isend(peer, step, data)->wait();
+    const auto sent = isend(peer, step, data);
+    if (sent->must_wait()) co_await sent->wait();
 }
 
 task<void> call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into) const {
-    co_await irecv(peer, step, into)->wait();
+    const auto received = irecv(peer, step, into);
+    if (received->must_wait()) co_await received->wait();
 }
 
 task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t step) const {
@@ -78,12 +80,12 @@ task<void> call_context::send_recv(int dest, std::span<const std::byte> data, in
     auto sent = isend(dest, step, data);
     std::exception_ptr failed;
     try {
-        co_await received->wait();
+        if (received->must_wait()) co_await received->wait();
     } catch (...) {
         failed = std::current_exception();
     }
     try {
-        co_await sent->wait();
+        if (sent->must_wait()) co_await sent->wait();
     } catch (...) {
         if (!failed) failed = std::current_exception();
     }

@@ -23,10 +23,14 @@ public:
     // Algorithms number their steps below this bound.
     static constexpr std::uint64_t max_steps = std::uint64_t{1} << 20;
 
-    call_context(communicator comm, std::uint64_t generation, collective kind,
+    // The context refers to comm, which the call's own coroutine frame holds
+    // (every front end takes its communicator by value): it is made for one
+    // call and lives no longer. Copying a communicator is a reference count,
+    // a locked instruction; a call makes several contexts (one per phase).
+    call_context(const communicator& comm, std::uint64_t generation, collective kind,
                  std::string_view algorithm);
 
-    const communicator& comm() const noexcept { return comm_; }
+    const communicator& comm() const noexcept { return *comm_; }
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
     std::uint64_t generation() const noexcept { return generation_; }
@@ -52,7 +56,7 @@ public:
 private:
     message_header header(int world_source, std::uint64_t step, std::size_t bytes) const;
 
-    communicator comm_;
+    const communicator* comm_;
     int rank_;
     int size_;
     std::uint64_t generation_;

@@ -114,7 +114,7 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
     return done;
 }
 
-void mailbox::complete_mismatched(std::unique_lock<std::mutex>& lock) {
+void mailbox::complete_mismatched(std::unique_lock<optional_mutex>& lock) {
     if (mismatched_.empty()) return;
     auto failed = std::move(mismatched_);
     mismatched_.clear();
@@ -134,8 +134,8 @@ std::optional<mailbox::claimed_receive> mailbox::claim(const message_header& hea
 // Takes the matching posted receive off its list; a receive that does not
 // fit is failed (outside the lock) and nullopt returned. Unlocks the lock
 // only when it returns a receive or failed one.
-std::optional<mailbox::claimed_receive> mailbox::claim_locked(std::unique_lock<std::mutex>& lock,
-                                                              const message_header& header) {
+std::optional<mailbox::claimed_receive>
+mailbox::claim_locked(std::unique_lock<optional_mutex>& lock, const message_header& header) {
     auto same_step = std::find_if(posted_.begin(), posted_.end(), [&](const auto& r) {
         return same_message(r.expected.key, header.key);
     });

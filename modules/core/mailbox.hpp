@@ -28,6 +28,15 @@ namespace tutti {
 
 class mailbox {
 public:
+    // Who calls into the mailbox. A transport that posts and delivers only
+    // on the rank's own thread (shared memory, TCP: both progress on the
+    // rank's io_context) says so, and the mailbox takes no lock: an
+    // uncontended lock is still two locked instructions per call, and on the
+    // shared-memory path each waits for the ring write before it to reach
+    // the other core.
+    enum class threads { many, owner_only };
+    explicit mailbox(threads callers = threads::many) : mutex_(callers == threads::many) {}
+
     request post(const message_header& expected, std::span<std::byte> into, bool any_size);
 
     // Copies payload straight into a posted receive if one matches, otherwise
@@ -87,13 +96,29 @@ private:
         }
     };
 
-    std::optional<claimed_receive> claim_locked(std::unique_lock<std::mutex>& lock,
+    // A mutex that locks only when the mailbox is called from many threads.
+    class optional_mutex {
+    public:
+        explicit optional_mutex(bool on) : on_(on) {}
+        void lock() {
+            if (on_) mutex_.lock();
+        }
+        void unlock() {
+            if (on_) mutex_.unlock();
+        }
+
+    private:
+        std::mutex mutex_;
+        bool on_;
+    };
+
+    std::optional<claimed_receive> claim_locked(std::unique_lock<optional_mutex>& lock,
                                                 const message_header& header);
     template <class Payload>
     void deliver_any(const message_header& header, Payload&& payload);
-    void complete_mismatched(std::unique_lock<std::mutex>& lock);
+    void complete_mismatched(std::unique_lock<optional_mutex>& lock);
 
-    mutable std::mutex mutex_;
+    mutable optional_mutex mutex_;
     std::vector<posted_receive> posted_;   // in the order posted
     std::vector<arrived_message> arrived_; // in the order arrived
     // Receives found not to fit while the lock was held, failed after it.

@@ -1,5 +1,9 @@
 #include "core/progress.hpp"
 
+#include <asio/detail/call_stack.hpp>
+#include <asio/detail/thread_context.hpp>
+#include <asio/detail/thread_info_base.hpp>
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -66,5 +70,75 @@ void backoff::pause(transport& t) {
     }
     t.await_activity(longest_block);
 }
+
+namespace detail {
+
+namespace {
+thread_local resumption_scope* current_scope = nullptr;
+
+// The key under which the frame cache is pushed on Asio's per-thread call
+// stack; only Asio's allocator looks at the stack's top, and no scheduler
+// mistakes this key for itself.
+struct frame_cache_key : asio::detail::thread_context {};
+} // namespace
+
+struct resumption_scope::frames {
+    using call_stack =
+        asio::detail::call_stack<asio::detail::thread_context, asio::detail::thread_info_base>;
+    static asio::detail::thread_info_base& cache() {
+        thread_local asio::detail::thread_info_base kept;
+        return kept;
+    }
+    frame_cache_key key;
+    call_stack::context on_stack{&key, cache()};
+};
+
+resumption_scope::resumption_scope(asio::io_context& context, transport& polled)
+    : context_(context), polled_(polled.needs_polling() ? &polled : nullptr),
+      // A peer that shares this core cannot answer while we poll.
+      rounds_(polled.size() > here().cores ? 4 : 64), outer_(current_scope), frames_(new frames) {
+    current_scope = this;
+}
+
+resumption_scope::~resumption_scope() {
+    current_scope = outer_;
+    // Left over only when the loop ended by an exception: Asio runs them.
+    for (auto* w : parked_)
+        w->resume_and_release();
+    delete frames_;
+}
+
+std::size_t resumption_scope::resume() {
+    std::size_t i = 0;
+    // Resumed coroutines may queue more waiters: parked_ grows meanwhile.
+    for (; i < parked_.size(); ++i)
+        parked_[i]->resume_here();
+    parked_.clear();
+    return i;
+}
+
+void poll_before_suspending(const request_state& r) {
+    auto* scope = current_scope;
+    if (!scope || !scope->polled_) return;
+    for (unsigned i = 0; i < scope->rounds_ && !r.done(); ++i)
+        scope->polled_->progress();
+}
+
+asio::io_context* resumption_context() noexcept {
+    return current_scope ? &current_scope->context_ : nullptr;
+}
+
+bool park_for_resumption(asio::io_context& context, parked_waiter* waiter) noexcept {
+    auto* scope = current_scope;
+    if (!scope || &scope->context_ != &context) return false;
+    try {
+        scope->parked_.push_back(waiter);
+        return true;
+    } catch (...) {
+        return false; // out of memory: Asio's queue takes it
+    }
+}
+
+} // namespace detail
 
 } // namespace tutti

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <vector>
 
 #include "core/task.hpp"
 #include "core/transport.hpp"
@@ -39,10 +40,54 @@ private:
     std::chrono::microseconds spin_{};
 };
 
+namespace detail {
+
+// While it lives, requests completed on this thread whose waiter runs on
+// `context` are not posted to the context but queued here, and resume()
+// runs them. A completion found by polling a transport would otherwise take a
+// trip through the io_context's queue (a post, an allocation, a poll) before
+// its coroutine continues; that trip was a third of an 8-byte all_reduce.
+//
+// Coroutines resumed here allocate their frames from a cache kept for the
+// thread: Asio recycles frames only inside its own run or poll calls, and
+// frees its cache when each call returns.
+//
+// It also names the transport the thread polls, so that a coroutine about
+// to suspend on a request polls it a few rounds first: the message it waits
+// for is often only a cache-line transfer away (a peer exchanging with it),
+// and finding it then costs neither the suspension nor the resumption.
+class resumption_scope {
+public:
+    resumption_scope(asio::io_context& context, transport& polled);
+    ~resumption_scope();
+    resumption_scope(const resumption_scope&) = delete;
+    resumption_scope& operator=(const resumption_scope&) = delete;
+
+    // Resumes the waiters queued so far, and those they queue in turn, in
+    // order; how many.
+    std::size_t resume();
+
+private:
+    friend bool park_for_resumption(asio::io_context&, parked_waiter*) noexcept;
+    friend asio::io_context* resumption_context() noexcept;
+    friend void poll_before_suspending(const request_state&);
+    struct frames; // Asio's per-thread frame cache, kept for this thread
+
+    asio::io_context& context_;
+    transport* polled_; // nullptr when it needs no polling
+    unsigned rounds_;   // how many rounds before a coroutine suspends
+    resumption_scope* outer_;
+    std::vector<parked_waiter*> parked_;
+    frames* frames_;
+};
+
+} // namespace detail
+
 // Runs context and polls t until done() is true. done is checked after every
 // round, from this thread.
 template <class Done>
 void drive(asio::io_context& context, transport& t, Done done) {
+    detail::resumption_scope resumptions(context, t);
     backoff idle;
     // Polling the io_context takes its lock even when nothing is queued, as
     // much as polling the transport: while idle (nothing completed in the
@@ -54,10 +99,12 @@ void drive(asio::io_context& context, transport& t, Done done) {
         if (context.stopped()) context.restart();
         if (!t.needs_polling()) {
             context.run_one();
+            resumptions.resume();
             continue;
         }
         std::size_t events = idle_rounds % context_every == 0 ? context.poll() : 0;
         events += t.progress();
+        events += resumptions.resume();
         if (events) {
             idle.reset();
             idle_rounds = 0;

@@ -48,78 +48,76 @@ bool keep_request_block(void* block, std::size_t bytes) noexcept {
 
 request_state::~request_state() {
     // Never completed: the suspended coroutine is destroyed, not resumed.
-    if (waiter_) waiter_->release();
+    const auto s = state_.load(std::memory_order_acquire);
+    if (s != pending_state && s != done_state) reinterpret_cast<waiter*>(s)->release();
+}
+
+void request_state::publish(std::exception_ptr failure) {
+    failure_ = std::move(failure);
+    const auto s = state_.exchange(done_state, std::memory_order_acq_rel);
+    if (s != pending_state && s != done_state) reinterpret_cast<waiter*>(s)->resume_and_release();
 }
 
 void request_state::complete(std::exception_ptr failure) {
-    waiter* w;
-    {
-        std::lock_guard lock(mutex_);
-        if (done_) return;
-        done_ = true;
-        failure_ = std::move(failure);
-        w = std::exchange(waiter_, nullptr);
-    }
-    if (w) w->resume_and_release();
+    if (claim()) publish(std::move(failure));
 }
 
 void request_state::complete_with_payload(std::vector<std::byte> payload) {
-    {
-        std::lock_guard lock(mutex_);
-        if (done_) return;
-        payload_ = std::move(payload);
-    }
-    complete();
+    if (!claim()) return;
+    payload_ = std::move(payload);
+    publish(nullptr);
 }
 
 bool request_state::done() const {
-    std::lock_guard lock(mutex_);
-    return done_;
+    return state_.load(std::memory_order_acquire) == done_state;
 }
 
 task<void> request_state::wait() {
-    bool ready;
-    {
-        std::lock_guard lock(mutex_);
-        ready = done_;
-    }
-    if (!ready) {
+    if (!done()) detail::poll_before_suspending(*this);
+    if (!done()) {
         co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
             [this](auto handler) {
-                std::unique_lock lock(mutex_);
-                if (done_) {
-                    lock.unlock();
-                    auto ex = asio::get_associated_executor(handler);
-                    asio::post(ex, std::move(handler));
-                    return;
-                }
-                set_waiter(std::move(handler));
+                waiter* w = make_waiter(std::move(handler));
+                auto expected = pending_state;
+                if (!state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(w),
+                                                    std::memory_order_acq_rel,
+                                                    std::memory_order_acquire))
+                    w->resume_and_release(); // completed meanwhile (on another thread)
             },
             asio::use_awaitable);
     }
-    std::lock_guard lock(mutex_);
     if (failure_) std::rethrow_exception(failure_);
 }
 
+bool request_state::must_wait() const {
+    if (!done()) detail::poll_before_suspending(*this);
+    if (!done()) return true;
+    if (failure_) std::rethrow_exception(failure_);
+    return false;
+}
+
 std::vector<std::byte> request_state::take_payload() {
-    std::lock_guard lock(mutex_);
     return std::move(payload_);
 }
 
 request completed_request() {
-    thread_local const request done = [] {
-        auto r = make_request();
-        r->complete();
-        return r;
-    }();
-    return done;
+    // Owned by the thread, and handed out through a shared_ptr that shares
+    // no ownership (aliasing an empty one): copying and dropping it touches
+    // no reference count. A count is a locked instruction, and right after a
+    // shared-memory send it would wait for the ring write to reach the peer.
+    struct completed_state {
+        request_state state;
+        completed_state() { state.complete(); }
+    };
+    thread_local completed_state done;
+    return request(request(), &done.state);
 }
 
 task<void> wait_all(std::span<const request> requests) {
     std::exception_ptr first;
     for (const auto& r : requests) {
         try {
-            co_await r->wait();
+            if (r->must_wait()) co_await r->wait();
         } catch (...) {
             if (!first) first = std::current_exception();
         }

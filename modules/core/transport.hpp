@@ -47,7 +47,9 @@ public:
 
     // For transports that must be polled (shared memory, libfabric queues):
     // moves what is ready and returns how many events it handled. The
-    // progress engine calls it from the thread that runs context().
+    // progress engine calls it from the thread that runs context(), between
+    // handlers and from a coroutine about to suspend; it must never run a
+    // coroutine itself (completions park or post their waiters).
     virtual std::size_t progress() { return 0; }
 
     // Blocks until a peer may have sent something or `limit` passes; the

@@ -170,9 +170,11 @@ const algorithm_info& known(collective c, std::string_view name) {
     return *info;
 }
 
-// The last decision of this thread: a loop of identical calls (the usual
-// shape of a program) is served by comparing signatures, not walking trees.
-// Constant-initialized and trivially destroyed, so no thread_local guard.
+// The last decision of this thread for each collective: a loop of identical
+// calls (the usual shape of a program, often alternating collectives, as a
+// barrier and the call it separates) is served by comparing signatures, not
+// walking trees. Constant-initialized and trivially destroyed, so no
+// thread_local guard.
 struct cached_decision {
     const selection_state* state = nullptr;
     call_signature call;
@@ -181,7 +183,8 @@ struct cached_decision {
     bool named = false; // request.forced was the chosen algorithm's name
     const algorithm_info* chosen = nullptr;
 };
-thread_local cached_decision last_decision;
+constexpr std::size_t cached_kinds = static_cast<std::size_t>(collective::split) + 1;
+thread_local cached_decision last_decision[cached_kinds];
 
 const algorithm_info& decide(const selection_state& s, const call_signature& call,
                              const selection_request& request, selection_explanation* why);
@@ -193,7 +196,9 @@ const algorithm_info& select_algorithm(const call_signature& call, const selecti
     const auto& s = state();
     if (why) return decide(s, call, request, why);
     const bool named = !request.forced.empty() && request.forced != "auto";
-    auto& last = last_decision;
+    const auto kind = static_cast<std::size_t>(call.kind);
+    if (kind >= cached_kinds) return decide(s, call, request, nullptr);
+    auto& last = last_decision[kind];
     if (last.state == &s && last.chosen && last.named == named &&
         last.sub_call == request.sub_call && last.on_fail == request.on_fail &&
         (!named || last.chosen->name == request.forced) && last.call == call)

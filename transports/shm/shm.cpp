@@ -5,6 +5,7 @@
 #include <bit>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -15,6 +16,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -33,31 +35,47 @@ namespace tutti::shm {
 
 namespace {
 
-constexpr std::uint64_t segment_magic = 0x316d736974747574; // "tuttism1"
+constexpr std::uint64_t segment_magic = 0x326d736974747574; // "tuttism2"
 constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
-enum class cell_type : std::uint8_t { data, rendezvous, ack, nack };
+enum class cell_type : std::uint8_t { data, small, rendezvous, ack, nack };
 
 // The head of every cell. A data cell carries bytes [offset, offset+length)
 // of a message of `total` bytes; a rendezvous cell says the message can be
-// read at address `offset` in the sender; ack and nack answer one by token.
+// read at address `offset` in the sender; ack and nack answer one by token. A
+// small cell is a whole message of at most 16 bytes held where offset and
+// token would be, so that it travels in one cache line.
+// The stamp, written last, says the cell is full: a receiver polls the cell
+// itself rather than an index beside it, so a message costs it one cache
+// line transfer less (the index would be a miss, and the cell a second one
+// that can only start after it).
 struct cell_header {
     std::uint64_t communicator = 0;
     std::uint64_t generation = 0;
     std::uint64_t step = 0;
     std::uint64_t total = 0;
-    std::uint64_t offset = 0;
-    std::uint64_t token = 0;
     std::int32_t source = 0;
     std::uint32_t length = 0;
     std::uint32_t algorithm = 0;
     collective kind = collective::barrier;
     cell_type type = cell_type::data;
-    std::uint16_t unused = 0;
+    std::uint16_t stamp = 0; // (index + 1) mod 2^16 of the cell's message in the ring
+    std::uint64_t offset = 0;
+    std::uint64_t token = 0;
 };
 static_assert(sizeof(cell_header) == line);
+constexpr std::size_t stamp_offset = offsetof(cell_header, stamp);
+constexpr std::size_t small_offset = offsetof(cell_header, offset);
+constexpr std::size_t small_bytes = sizeof(cell_header) - small_offset;
+
+std::uint16_t stamp_of(std::uint64_t index) {
+    return static_cast<std::uint16_t>(index + 1);
+}
+std::atomic_ref<std::uint16_t> stamp_in(std::byte* cell) {
+    return std::atomic_ref(*reinterpret_cast<std::uint16_t*>(cell + stamp_offset));
+}
 
 struct segment_header {
     std::uint64_t magic;
@@ -99,6 +117,44 @@ long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* lim
     return syscall(SYS_futex, word, op, value, limit, nullptr, 0);
 }
 
+// Waking a sleeping peer is a Dekker handshake: a sender publishes its ring
+// write and then reads the peer's `sleeping` flag; the peer publishes the flag
+// and then reads the rings. Each side needs a full barrier between its store
+// and its load, or one of them may read stale and the wake is lost. A full
+// fence stalls the sender until its ring write has reached the other core
+// (~100 ns here, on every message), while a rank goes to sleep only after
+// milliseconds of idleness. So the sleeper pays for both:
+// membarrier(GLOBAL_EXPEDITED) runs a barrier on every running thread of
+// every registered process, and the sender's side is a compiler barrier.
+// Where the kernel lacks it, every rank fences (all ranks must agree, see
+// setup()).
+bool can_use_membarrier() {
+    static const bool ok = [] {
+        const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+            !(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+            return false;
+        return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+    }();
+    return ok;
+}
+
+// The sender's side of the handshake.
+void sender_fence(bool asymmetric) {
+    if (asymmetric)
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// The sleeper's side: a barrier on this thread and on every sender's.
+void sleeper_fence(bool asymmetric) {
+    if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0) return;
+    // Registered but refused now: cannot happen by the kernel's contract;
+    // the fence keeps this side right, and the sleep is bounded anyway.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 std::size_t round_up(std::size_t n, std::size_t to) {
     return (n + to - 1) / to * to;
 }
@@ -108,7 +164,8 @@ struct geometry {
     std::size_t cell_bytes = 0;
     std::size_t depth = 0;
 
-    std::size_t ring_bytes() const { return 2 * line + depth * cell_bytes; }
+    // The consumer's tail index on a line of its own, then the cells.
+    std::size_t ring_bytes() const { return line + depth * cell_bytes; }
     std::size_t rings_offset() const { return round_up(line + ranks * line, 4096); }
     std::size_t total() const { return rings_offset() + ranks * ranks * ring_bytes(); }
 };
@@ -128,9 +185,10 @@ geometry choose_geometry(int ranks, const options& opts) {
         throw error(errc::invalid_argument,
                     fmt::format("shm cell_bytes {} must be a multiple of {} between {} and 1 GiB",
                                 g.cell_bytes, line, 2 * line));
-    if (g.depth < 2 || g.depth > 65536)
+    // A stale stamp differs from the expected one by the depth, mod 2^16.
+    if (g.depth < 2 || g.depth > 65535)
         throw error(errc::invalid_argument,
-                    fmt::format("shm ring_depth {} must be between 2 and 65536", g.depth));
+                    fmt::format("shm ring_depth {} must be between 2 and 65535", g.depth));
     return g;
 }
 
@@ -266,7 +324,6 @@ private:
     };
     struct peer_in {
         std::uint64_t tail = 0; // ours alone: we are the ring's only consumer
-        std::uint64_t cached_head = 0;
         partial incoming;
     };
     struct rendezvous {
@@ -292,14 +349,15 @@ private:
                (static_cast<std::size_t>(src) * geo_.ranks + static_cast<std::size_t>(dst)) *
                    geo_.ring_bytes();
     }
-    std::uint64_t& head_of(int src, int dst) const {
-        return *reinterpret_cast<std::uint64_t*>(ring(src, dst));
+    bool has_message(int src) const {
+        const auto tail = in_[static_cast<std::size_t>(src)].tail;
+        return stamp_in(cell(src, rank_, tail)).load(std::memory_order_acquire) == stamp_of(tail);
     }
     std::uint64_t& tail_of(int src, int dst) const {
-        return *reinterpret_cast<std::uint64_t*>(ring(src, dst) + line);
+        return *reinterpret_cast<std::uint64_t*>(ring(src, dst));
     }
     std::byte* cell(int src, int dst, std::uint64_t index) const {
-        return ring(src, dst) + 2 * line + (index % geo_.depth) * geo_.cell_bytes;
+        return ring(src, dst) + line + (index % geo_.depth) * geo_.cell_bytes;
     }
     std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
 
@@ -335,7 +393,7 @@ private:
     std::vector<char> lost_;     // per peer: found gone
     std::vector<pollfd> pidfds_; // per peer, fd -1 where pidfd_open is unavailable
 
-    mailbox mailbox_;
+    mailbox mailbox_{mailbox::threads::owner_only};
     std::vector<peer_out> out_;
     std::vector<peer_in> in_;
     std::unordered_map<std::uint64_t, std::pair<int, outgoing>> awaiting_ack_;
@@ -346,6 +404,7 @@ private:
     std::chrono::steady_clock::time_point next_liveness_check_{};
     std::uint64_t idle_rounds_ = 0;
     std::exception_ptr first_crash_;
+    bool asymmetric_fences_ = false; // every rank can use membarrier
 };
 
 endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
@@ -370,9 +429,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     }
     for (int r = 0; r < size_; ++r)
         if (r != rank_)
-            debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}", rank_, r,
-                  geo_.cell_bytes, geo_.depth,
-                  cma_to(r) ? "from " + std::to_string(opts_.cma_threshold) + " bytes" : "off");
+            debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
+                  rank_, r, geo_.cell_bytes, geo_.depth,
+                  cma_to(r) ? "from " + std::to_string(opts_.cma_threshold) + " bytes" : "off",
+                  asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
 }
 
 void endpoint::setup(bootstrap& boot) {
@@ -389,6 +449,7 @@ void endpoint::setup(bootstrap& boot) {
     hello.put<std::int64_t>(getpid());
     hello.put<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&probe_word_));
     hello.put(boot.node());
+    hello.put<std::uint8_t>(can_use_membarrier() ? 1 : 0);
     auto hellos = boot.all_gather(hello.bytes());
     if (hellos.size() != static_cast<std::size_t>(size_))
         throw error(errc::invalid_argument,
@@ -396,11 +457,13 @@ void endpoint::setup(bootstrap& boot) {
                                 hellos.size(), size_));
     std::vector<std::uint64_t> probes;
     std::vector<std::string> nodes;
+    asymmetric_fences_ = true;
     for (int r = 0; r < size_; ++r) {
         blob_reader in(hellos[static_cast<std::size_t>(r)], r);
         pids_.push_back(static_cast<pid_t>(in.get<std::int64_t>()));
         probes.push_back(in.get<std::uint64_t>());
         nodes.push_back(in.get_string());
+        asymmetric_fences_ = asymmetric_fences_ && in.get<std::uint8_t>() != 0;
     }
     for (int r = 0; r < size_; ++r)
         if (nodes[static_cast<std::size_t>(r)] != nodes[0])
@@ -630,7 +693,8 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
     // queue entry and no request of its own.
     if (!cma && o.sends.empty() && o.control.empty() && data.size() <= payload_capacity() &&
         has_space(dest)) {
-        auto h = header_cell(header, cell_type::data);
+        auto h =
+            header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
         h.total = data.size();
         h.length = static_cast<std::uint32_t>(data.size());
         write_cell(dest, h, data.data());
@@ -654,15 +718,22 @@ bool endpoint::has_space(int dest) {
 void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {
     auto& o = out_[static_cast<std::size_t>(dest)];
     std::byte* c = cell(rank_, dest, o.head);
-    std::memcpy(c, &h, sizeof h);
-    if (h.type == cell_type::data && h.length) std::memcpy(c + sizeof h, payload, h.length);
-    store_release(head_of(rank_, dest), ++o.head);
+    if (h.type == cell_type::small) {
+        std::memcpy(c, &h, stamp_offset);
+        if (h.length) std::memcpy(c + small_offset, payload, h.length);
+    } else {
+        if (h.type == cell_type::data && h.length) std::memcpy(c + sizeof h, payload, h.length);
+        std::memcpy(c, &h, stamp_offset);
+        std::memcpy(c + small_offset, &h.offset, small_bytes);
+    }
+    stamp_in(c).store(stamp_of(o.head), std::memory_order_release);
+    ++o.head;
 }
 
 // Wakes `peer` if it sleeps. The fence orders our ring writes before reading
 // its flag, against its flag write before reading our rings (await_activity).
 void endpoint::ring_bell(int peer) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sender_fence(asymmetric_fences_);
     auto& b = block(peer);
     if (std::atomic_ref(b.sleeping).load(std::memory_order_relaxed) == 0) return;
     std::atomic_ref(b.bell).fetch_add(1, std::memory_order_release);
@@ -720,14 +791,15 @@ std::size_t endpoint::drain(int src) {
     std::size_t cells = 0;
     // At most one ring's worth, so one busy peer cannot starve the others.
     for (; cells < geo_.depth; ++cells) {
-        if (in.tail == in.cached_head) {
-            in.cached_head = load_acquire(head_of(src, rank_));
-            if (in.tail == in.cached_head) break;
-        }
-        const std::byte* c = cell(src, rank_, in.tail);
+        std::byte* c = cell(src, rank_, in.tail);
+        if (stamp_in(c).load(std::memory_order_acquire) != stamp_of(in.tail)) break;
         cell_header h;
         std::memcpy(&h, c, sizeof h);
         switch (h.type) {
+        case cell_type::small:
+            h.offset = 0;
+            handle_data(src, h, c + small_offset);
+            break;
         case cell_type::data:
             handle_data(src, h, c + sizeof h);
             break;
@@ -903,11 +975,10 @@ void endpoint::await_activity(std::chrono::microseconds limit) {
     auto& me = block(rank_);
     const std::uint32_t seen = std::atomic_ref(me.bell).load(std::memory_order_acquire);
     std::atomic_ref(me.sleeping).store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeper_fence(asymmetric_fences_);
     bool ready = false;
     for (int src = 0; src < size_ && !ready; ++src)
-        if (src != rank_)
-            ready = load_acquire(head_of(src, rank_)) != in_[static_cast<std::size_t>(src)].tail;
+        if (src != rank_) ready = has_message(src);
     for (int dest = 0; dest < size_ && !ready; ++dest) {
         auto& o = out_[static_cast<std::size_t>(dest)];
         if (!o.control.empty() || !o.sends.empty()) ready = has_space(dest);

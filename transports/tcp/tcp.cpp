@@ -232,7 +232,7 @@ private:
     std::vector<std::string> endpoints_;
     std::vector<ip::tcp::endpoint> addresses_;
     std::vector<peer> peers_;
-    mailbox mailbox_;
+    mailbox mailbox_{mailbox::threads::owner_only};
     tcp::counters counters_;
     std::size_t woken_ = 0;
     bool busy_poll_ = false;
