@@ -21,6 +21,7 @@ routed::options routing_options(const job_options& o) {
     routed::options r;
     r.transport = o.transport;
     r.shared_memory = o.shared_memory;
+    shm::apply_environment(r.shared_memory);
     r.tcp = o.tcp;
     return r;
 }

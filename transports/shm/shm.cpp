@@ -1079,6 +1079,57 @@ void endpoint::fail_all(const std::exception_ptr& failure) {
 
 } // namespace
 
+namespace {
+
+// A byte count from the environment: digits with an optional K, M or G
+// (powers of 1024); nullopt when the variable is unset or empty.
+std::optional<std::size_t> size_from_environment(const char* name) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return std::nullopt;
+    const std::string value = text;
+    std::size_t used = 0;
+    unsigned long long n = 0;
+    try {
+        n = std::stoull(value, &used, 10);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::size_t scale = 1;
+    if (used > 0 && used + 1 == value.size()) {
+        switch (value.back()) {
+        case 'K':
+        case 'k':
+            scale = std::size_t{1} << 10;
+            break;
+        case 'M':
+        case 'm':
+            scale = std::size_t{1} << 20;
+            break;
+        case 'G':
+        case 'g':
+            scale = std::size_t{1} << 30;
+            break;
+        default:
+            used = 0;
+        }
+        if (used) ++used;
+    }
+    if (used == 0 || used != value.size() || value.front() == '-')
+        throw error(errc::invalid_argument,
+                    fmt::format("{}='{}' is not a byte count (digits, optionally followed by K, "
+                                "M or G)",
+                                name, value));
+    return static_cast<std::size_t>(n) * scale;
+}
+
+} // namespace
+
+void apply_environment(options& opts) {
+    if (auto v = size_from_environment("TUTTI_SHM_CELL_BYTES")) opts.cell_bytes = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_RING_DEPTH")) opts.ring_depth = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;
+}
+
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,
                                                  options opts) {
     return std::make_shared<endpoint>(boot, context, opts);

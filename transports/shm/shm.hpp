@@ -40,6 +40,13 @@ struct options {
     std::chrono::microseconds liveness_interval{5000};
 };
 
+// Overrides from the environment, for tuning without a rebuild (a job applies
+// them to its options): TUTTI_SHM_CELL_BYTES, TUTTI_SHM_RING_DEPTH and
+// TUTTI_SHM_CMA_THRESHOLD, each a byte count such as 16384 or 16K. Every
+// rank of a node must see the same cell size and depth (the segment's layout
+// is checked). A value that is not a byte count is a tutti::error.
+void apply_environment(options& opts);
+
 // How many messages took each path, for tests and tutti-info.
 struct counters {
     std::uint64_t eager = 0;   // one cell
