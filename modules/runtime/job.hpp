@@ -62,7 +62,7 @@ public:
     void run(const std::function<task<void>(communicator)>& body);
 
 private:
-    asio::io_context context_{ASIO_CONCURRENCY_HINT_UNSAFE};
+    asio::io_context context_;
     std::unique_ptr<tutti::bootstrap> bootstrap_;
     routed::world connected_;
     communicator world_;

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Before/after: two or more tutti-bench binaries, interleaved.
+
+Runs each binary in turn under tuttirun with the same collectives, sizes
+and rank count, rotating the order every round (the machine is shared and
+noisy: only figures taken in the same run compare), and prints per
+collective and size the median over rounds of the slowest rank's mean
+latency. Keep the "before" binary by copying it out of the build directory
+before rebuilding (tutti-bench links libtutti statically):
+
+    cp build/tools/tutti-bench/tutti-bench /tmp/before
+    ... change, rebuild ...
+    python3 benchmarks/ab.py --ranks 2 --bind core -c all_reduce,barrier -m 8 \\
+        before=/tmp/before after=build/tools/tutti-bench/tutti-bench
+"""
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binaries", nargs="+", metavar="NAME=PATH",
+                        help="a label and a tutti-bench binary")
+    parser.add_argument("--ranks", default="2")
+    parser.add_argument("--bind", choices=["core", "none"], default="core")
+    parser.add_argument("-c", "--collectives", default="all_reduce,broadcast,barrier")
+    parser.add_argument("-m", "--sizes", default="8")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--time-limit", default="1")
+    parser.add_argument("--tuttirun", default=None,
+                        help="the launcher (default: build/tools/tuttirun/tuttirun)")
+    args = parser.parse_args()
+
+    labelled = []
+    for item in args.binaries:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"'{item}' is not NAME=PATH")
+        if not os.access(path, os.X_OK):
+            parser.error(f"{path} is not an executable")
+        labelled.append((name, path))
+    here = os.path.dirname(os.path.abspath(__file__))
+    launcher = args.tuttirun or os.path.join(here, "..", "build", "tools", "tuttirun", "tuttirun")
+    if not os.access(launcher, os.X_OK):
+        parser.error(f"no launcher at {launcher}; pass --tuttirun")
+
+    medians = {}
+    for r in range(args.rounds):
+        order = labelled[r % len(labelled):] + labelled[:r % len(labelled)]
+        for name, path in order:
+            print(f"ab: round {r + 1} of {args.rounds}: {name}", file=sys.stderr)
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "run.csv")
+                cmd = [launcher, "-n", args.ranks, "--bind", args.bind, "--", path,
+                       args.collectives, "-m", args.sizes, "--time-limit", args.time_limit,
+                       "-q", "--csv", out]
+                done = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+                if done.returncode != 0:
+                    sys.exit(f"ab: {' '.join(cmd)} failed with status {done.returncode}")
+                with open(out) as f:
+                    for row in csv.DictReader(f):
+                        key = (row["collective"], int(row["bytes"]))
+                        medians.setdefault(key, {}).setdefault(name, []).append(
+                            float(row["max_us"]))
+    names = [n for n, _ in labelled]
+    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's mean, µs; "
+          f"{args.ranks} ranks, bind {args.bind}")
+    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>12}" for n in names))
+    for key in sorted(medians):
+        cells = "".join(
+            f"{statistics.median(medians[key][n]):>12.2f}" if n in medians[key] else f"{'-':>12}"
+            for n in names)
+        print(f"{key[0]:<16}{key[1]:>10}{cells}")
+
+
+if __name__ == "__main__":
+    main()
