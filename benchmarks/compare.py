@@ -35,7 +35,10 @@ import subprocess
 import sys
 import tempfile
 
-IMPLEMENTATIONS = ["tutti", "openmpi", "mpich"]
+# tutti-shared: tutti-bench --memory shared, its buffers allocated through
+# tutti (tutti::shared_allocator) so that peers copy out of their mapping.
+IMPLEMENTATIONS = ["tutti", "tutti-shared", "openmpi", "mpich"]
+TUTTIS = ["tutti", "tutti-shared"]
 MPIS = ["openmpi", "mpich"]
 
 
@@ -68,7 +71,7 @@ class runner:
         self.failures = 0
 
     def available(self, impl):
-        if impl == "tutti":
+        if impl in TUTTIS:
             return os.path.exists(self.tuttirun) and os.path.exists(self.bench)
         launcher = self.openmpi_run if impl == "openmpi" else self.mpich_run
         return launcher is not None and os.path.exists(self.mpi[impl])
@@ -88,7 +91,9 @@ class runner:
         return command
 
     def command_for(self, impl, ranks, program_args, env):
-        if impl == "tutti":
+        if impl in TUTTIS:
+            if impl == "tutti-shared":
+                program_args = program_args + ["--memory", "shared"]
             env["TUTTI_TRANSPORT"] = self.args.mode
             if self.args.tutti_launcher == "mpirun":
                 return self.openmpi_prefix(ranks, env) + [self.bench] + program_args
@@ -134,6 +139,9 @@ class runner:
         with open(csv_path, newline="") as f:
             rows = list(csv.DictReader(f))
         os.unlink(csv_path)
+        if impl == "tutti-shared":
+            for row in rows:
+                row["implementation"] = impl
         return rows
 
 
@@ -225,9 +233,11 @@ def main():
               f"{', '.join(transports)} (is TUTTI_TRANSPORT={args.mode} supported by this build?)",
               file=sys.stderr)
 
-    mpis = [m for m in implementations if m != "tutti"]
+    mpis = [m for m in implementations if m not in TUTTIS]
+    shared = "tutti-shared" in implementations
     header = ["collective", "ranks", "bytes"] + [f"{i}_us" for i in implementations]
-    header += ["ratio", "tutti_GBps", "best_mpi_GBps", "tutti_spread"]
+    header += ["ratio"] + (["shared_ratio"] if shared else [])
+    header += ["tutti_GBps", "best_mpi_GBps", "tutti_spread"]
     if args.memcpy:
         header += ["memcpy_GBps", "tutti_of_memcpy"]
     table = []
@@ -241,6 +251,9 @@ def main():
         for i in implementations:
             entry[f"{i}_us"] = lat[i]
         entry["ratio"] = tutti / best if tutti and best else None
+        if shared:
+            entry["shared_ratio"] = (lat["tutti-shared"] / best
+                                     if lat["tutti-shared"] and best else None)
         entry["tutti_GBps"] = size / tutti / 1e3 if tutti and size else None
         entry["best_mpi_GBps"] = size / best / 1e3 if best and size else None
         entry["tutti_spread"] = max(runs) / min(runs) if runs and min(runs) > 0 else None
@@ -256,13 +269,14 @@ def main():
 
     print(f"# tutti vs MPI, mode {args.mode} (tutti transport: {', '.join(transports) or '?'}), "
           f"medians of {args.repeats} rounds of the max-over-ranks mean latency;\n"
-          f"# ratio = tutti / best MPI (below 1: tutti faster); spread = slowest / fastest "
+          f"# ratio = tutti / best MPI (below 1: tutti faster); shared = the same for tutti-shared "
+          f"(buffers from tutti::shared_allocator); spread = slowest / fastest "
           f"tutti round")
-    widths = [15, 6, 9] + [12] * len(implementations) + [8, 11, 14, 8]
+    widths = [15, 6, 9] + [13] * len(implementations) + [8] * (2 if shared else 1) + [11, 14, 8]
     if args.memcpy:
         widths += [12, 10]
     names = ["collective", "ranks", "bytes"] + [f"{i} µs" for i in implementations]
-    names += ["ratio", "tutti GB/s", "best MPI GB/s", "spread"]
+    names += ["ratio"] + (["shared"] if shared else []) + ["tutti GB/s", "best MPI GB/s", "spread"]
     if args.memcpy:
         names += ["memcpy GB/s", "of memcpy"]
     print("".join(f"{n:<{w}}" if k == 0 else f"{n:>{w}}"
@@ -270,7 +284,8 @@ def main():
     for e in table:
         cells = [e["collective"], str(e["ranks"]), human(e["bytes"])]
         cells += [show(e[f"{i}_us"], ".2f") for i in implementations]
-        cells += [show(e["ratio"], ".2f"), show(e["tutti_GBps"], ".2f"),
+        cells += [show(e["ratio"], ".2f")] + ([show(e["shared_ratio"], ".2f")] if shared else [])
+        cells += [show(e["tutti_GBps"], ".2f"),
                   show(e["best_mpi_GBps"], ".2f"), show(e["tutti_spread"], ".2f")]
         if args.memcpy:
             cells += [show(e["memcpy_GBps"], ".2f"), show(e["tutti_of_memcpy"], ".0%")]

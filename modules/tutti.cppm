@@ -20,6 +20,16 @@ using tutti::bootstrap;
 using tutti::job;
 using tutti::job_options;
 using tutti::join_job;
+// buffers the other ranks of a node can map (large messages: one copy)
+using tutti::allocate_shared;
+using tutti::copy_bytes;
+using tutti::deallocate_shared;
+using tutti::find_shared_region;
+using tutti::shared_allocator;
+using tutti::shared_memory_usage;
+using tutti::shared_region_ref;
+using tutti::shared_usage;
+using tutti::shared_vector;
 } // namespace tutti
 // how a job reaches each peer: shared memory on its node, TCP elsewhere
 export namespace tutti::routed {

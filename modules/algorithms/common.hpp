@@ -7,20 +7,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "core/call_context.hpp"
+#include "core/copy.hpp"
 #include "core/reduction.hpp"
+#include "core/scratch.hpp"
 #include "core/task.hpp"
 
 namespace tutti::algorithms_detail {
 
-// Copies unless the data is already there (in place); memmove, as a send
-// buffer may also overlap the receive buffer without starting at the same byte.
+// Copies unless the data is already there (in place); memmove where a send
+// buffer overlaps the receive buffer without starting at the same byte.
 inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t bytes) {
-    if (bytes && to != from) std::memmove(to, from, bytes);
+    if (!bytes || to == from) return;
+    if (to < from + bytes && from < to + bytes)
+        std::memmove(to, from, bytes);
+    else
+        copy_bytes(to, from, bytes);
 }
 
 // Where piece i starts when n units are cut into `pieces` nearly equal pieces:
@@ -55,29 +62,31 @@ inline std::span<const std::byte> send_side(std::span<const std::byte> send,
                                             std::span<const std::byte> recv,
                                             std::vector<std::byte>& saved) {
     if (send.empty() || send.data() != recv.data()) return send;
-    saved.assign(send.begin(), send.end());
+    saved.resize(send.size());
+    copy_bytes(saved.data(), send.data(), send.size());
     return saved;
 }
 
 // Scratch space for one call: inside the object (a coroutine frame) up to
-// Inline bytes, on the heap above, so small messages allocate nothing.
+// Inline bytes, so small messages allocate nothing; above, a block from the
+// thread's scratch cache (core/scratch.hpp), reused across calls and never
+// zeroed.
 template <std::size_t Inline = 64>
 class scratch {
 public:
     explicit scratch(std::size_t bytes) : bytes_(bytes) {
-        if (bytes > Inline) heap_.resize(bytes);
+        if (bytes > Inline) block_.emplace(bytes);
     }
     scratch(const scratch&) = delete; // span() points into the object
     scratch& operator=(const scratch&) = delete;
-    std::span<std::byte> span() noexcept {
-        return {bytes_ > Inline ? heap_.data() : local_, bytes_};
-    }
-    std::byte* data() noexcept { return span().data(); }
+    std::span<std::byte> span() noexcept { return {data(), bytes_}; }
+    std::byte* data() noexcept { return block_ ? block_->data() : local_; }
+    std::size_t size() const noexcept { return bytes_; }
 
 private:
     std::size_t bytes_;
     alignas(std::max_align_t) std::byte local_[Inline];
-    std::vector<std::byte> heap_;
+    std::optional<scratch_block> block_;
 };
 
 // The largest power of two <= p (p >= 1): the ranks that take part in the

@@ -30,6 +30,8 @@ std::string_view to_string(errc code) noexcept {
         return "serialization failure";
     case errc::timeout:
         return "timeout";
+    case errc::resource_unavailable:
+        return "resource unavailable";
     }
     return "unknown error";
 }

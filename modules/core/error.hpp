@@ -26,6 +26,7 @@ enum class errc {
     deadlock,              // the in-process world ran out of work with ranks still waiting
     serialization_failure, // Boost.Serialization could not read or write a payload
     timeout,               // a wait ran past its limit
+    resource_unavailable,  // the system refused memory or a descriptor tutti asked for
 };
 
 std::string_view to_string(errc code) noexcept;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/copy.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
 
@@ -50,7 +51,7 @@ void fill(std::span<std::byte> into, bool any_size, const request& done,
     if (any_size) {
         done->complete_with_payload(std::vector<std::byte>(payload.begin(), payload.end()));
     } else {
-        if (!payload.empty()) std::memcpy(into.data(), payload.data(), payload.size());
+        copy_bytes(into.data(), payload.data(), payload.size());
         done->complete();
     }
 }
@@ -88,7 +89,7 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
         } else {
             // Copied under the lock: the entry's inline bytes die with it.
             const auto payload = same_step->payload();
-            if (!payload.empty()) std::memcpy(into.data(), payload.data(), payload.size());
+            copy_bytes(into.data(), payload.data(), payload.size());
             arrived_.erase(same_step);
             lock.unlock();
             done->complete();
@@ -182,7 +183,8 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
         m.local_bytes = payload.size();
         m.is_inline = true;
     } else {
-        m.heap.assign(payload.begin(), payload.end());
+        m.heap.resize(payload.size());
+        copy_bytes(m.heap.data(), payload.data(), payload.size());
     }
     complete_mismatched(lock);
 }

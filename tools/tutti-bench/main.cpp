@@ -43,6 +43,19 @@ choice resolve(const tutti::communicator& world, const Args& args, const std::st
     }
 }
 
+// Buffers from tutti's shared memory (--memory shared): what a user who
+// allocates through tutti gets, large messages copied once by the receiver
+// out of its mapping of the sender's buffer.
+class shared_memory_resource final : public std::pmr::memory_resource {
+    void* do_allocate(std::size_t bytes, std::size_t) override {
+        return tutti::allocate_shared(bytes);
+    }
+    void do_deallocate(void* p, std::size_t, std::size_t) override { tutti::deallocate_shared(p); }
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+};
+
 // One collective at one size on this rank: its layout, the options every
 // call passes, and the call itself on a buffer set.
 class bench_call {
@@ -57,7 +70,7 @@ public:
         using tutti::collective;
         const auto& o = options_;
         if (memcpy_) {
-            std::memcpy(b.recv.data(), b.send.data(), b.send.size() * sizeof(element));
+            tutti::copy_bytes(b.recv.data(), b.send.data(), b.send.size() * sizeof(element));
             co_return;
         }
         switch (layout_.kind) {
@@ -210,6 +223,7 @@ struct cli {
     settings s;
     std::string algorithm = "auto";
     bool memcpy_only = false;
+    std::string memory = "private";
 };
 
 int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) {
@@ -255,7 +269,11 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
         for (std::size_t size : s.sizes) {
             const auto l = layout_for(kind, size, job.size(), job.rank(), s.root);
             shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
-            auto pool = make_pool(s, l);
+            shared_memory_resource shared;
+            auto pool =
+                make_pool(s, l,
+                          c.memory == "shared" ? static_cast<std::pmr::memory_resource*>(&shared)
+                                               : std::pmr::new_delete_resource());
             const bench_call call(world, l, c.algorithm, c.memcpy_only);
             const auto chosen = call.resolve_algorithm(pool[0], c.algorithm);
             if (!chosen.runs) {
@@ -268,7 +286,10 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
             const auto samples = tutti::wait(world, tutti::gather(world, t.sample));
             if (lead) {
                 row r{.implementation = c.memcpy_only ? "memcpy" : "tutti",
-                      .label = s.label.empty() ? (c.memcpy_only ? "memcpy" : "tutti") : s.label,
+                      .label = !s.label.empty()       ? s.label
+                               : c.memcpy_only        ? "memcpy"
+                               : c.memory == "shared" ? "tutti-shared"
+                                                      : "tutti",
                       .transport = transport,
                       .collective = name,
                       .algorithm = c.memcpy_only ? "memcpy" : c.algorithm,
@@ -313,6 +334,13 @@ int main(int argc, char** argv) {
     app.add_flag("--memcpy", c.memcpy_only,
                  "measure memcpy instead, at the same sizes and the same way (each rank copies "
                  "its own buffer; one rank gives the single-thread figure)");
+    app.add_option(
+           "--memory", c.memory,
+           "where the buffers live: private (the ordinary heap, as in the MPI reference) or "
+           "shared (tutti::shared_allocator: memory the node's other ranks can map, so "
+           "large messages are copied once by the receiver)")
+        ->check(CLI::IsMember({"private", "shared"}))
+        ->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

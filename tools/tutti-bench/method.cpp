@@ -267,14 +267,17 @@ int iterations_within_limit(const settings& s, int iterations, double warmup_mea
     return std::max(1, static_cast<int>(fit));
 }
 
-std::vector<buffer_set> make_pool(const settings& s, const layout& l) {
+std::vector<buffer_set> make_pool(const settings& s, const layout& l,
+                                  std::pmr::memory_resource* memory) {
     const std::size_t set_bytes = std::max<std::size_t>(1, (l.send + l.recv) * sizeof(element));
     const std::size_t fit = std::max<std::size_t>(1, s.pool_limit / set_bytes);
-    std::vector<buffer_set> pool(std::min(static_cast<std::size_t>(s.buffers), fit));
-    for (auto& b : pool) {
-        b.send.resize(l.send);
-        b.recv.resize(l.recv);
-        fill(l, b);
+    const std::size_t sets = std::min(static_cast<std::size_t>(s.buffers), fit);
+    std::vector<buffer_set> pool;
+    pool.reserve(sets);
+    for (std::size_t i = 0; i < sets; ++i) {
+        pool.push_back(
+            {std::pmr::vector<element>(l.send, memory), std::pmr::vector<element>(l.recv, memory)});
+        fill(l, pool.back());
     }
     return pool;
 }
@@ -312,7 +315,7 @@ void fill(const layout& l, buffer_set& b) {
 std::string check(const layout& l, const buffer_set& b) {
     using tutti::collective;
     const int last = l.ranks - 1;
-    auto expect = [&](const char* buffer, const std::vector<element>& got,
+    auto expect = [&](const char* buffer, std::span<const element> got,
                       auto&& expected) -> std::string {
         for (std::size_t i = 0; i < got.size(); ++i)
             if (got[i] != expected(i)) return mismatch(l, buffer, i, got[i], expected(i));

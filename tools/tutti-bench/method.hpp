@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <string>
@@ -104,15 +105,20 @@ int warmup_iterations(const settings& s, int iterations);
 int iterations_within_limit(const settings& s, int iterations, double warmup_mean_seconds);
 
 // A send and a receive buffer; a pool of them cycles so that successive
-// calls touch different memory.
+// calls touch different memory. Their memory comes from a resource: the
+// ordinary heap, or (tutti-bench --memory shared) memory the other ranks of
+// the node can map.
 struct buffer_set {
-    std::vector<element> send;
-    std::vector<element> recv;
+    std::pmr::vector<element> send;
+    std::pmr::vector<element> recv;
 };
 
-// Allocates the pool for a layout (cut to pool_limit) and fills every set
-// with the layout's pattern, so pages are touched before timing.
-std::vector<buffer_set> make_pool(const settings& s, const layout& l);
+// Allocates the pool for a layout (cut to pool_limit) from `memory` and
+// fills every set with the layout's pattern, so pages are touched before
+// timing.
+std::vector<buffer_set>
+make_pool(const settings& s, const layout& l,
+          std::pmr::memory_resource* memory = std::pmr::new_delete_resource());
 void fill(const layout& l, buffer_set& b);
 // Empty when this rank's result of one call on freshly filled buffers is
 // right; otherwise where it first differs.

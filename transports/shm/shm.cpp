@@ -28,8 +28,10 @@
 
 #include <fmt/format.h>
 
+#include "core/copy.hpp"
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
+#include "core/shared_memory.hpp"
 
 namespace tutti::shm {
 
@@ -40,11 +42,13 @@ constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
-enum class cell_type : std::uint8_t { data, small, rendezvous, ack, nack };
+enum class cell_type : std::uint8_t { data, small, rendezvous, mapped, ack, nack };
 
 // The head of every cell. A data cell carries bytes [offset, offset+length)
 // of a message of `total` bytes; a rendezvous cell says the message can be
-// read at address `offset` in the sender; ack and nack answer one by token. A
+// read at address `offset` in the sender, and a mapped cell is a rendezvous
+// whose payload (a mapped_source) says which shared region holds the message,
+// for the receiver to map; ack and nack answer one by token. A
 // small cell is a whole message of at most 16 bytes held where offset and
 // token would be, so that it travels in one cache line.
 // The stamp, written last, says the cell is full: a receiver polls the cell
@@ -76,6 +80,15 @@ std::uint16_t stamp_of(std::uint64_t index) {
 std::atomic_ref<std::uint16_t> stamp_in(std::byte* cell) {
     return std::atomic_ref(*reinterpret_cast<std::uint16_t*>(cell + stamp_offset));
 }
+
+// Where a mapped message lives in its sender: the payload of a mapped cell.
+struct mapped_source {
+    std::uint64_t region = 0; // the sender's region id (never reused)
+    std::uint64_t region_bytes = 0;
+    std::uint64_t offset = 0; // of the message in the region
+    std::int32_t fd = -1;     // the region's descriptor in the sender
+    std::uint32_t unused = 0;
+};
 
 struct segment_header {
     std::uint64_t magic;
@@ -307,6 +320,7 @@ private:
         request done;
         std::uint64_t offset = 0;
         bool cma = false;
+        std::optional<shared_region_ref> region; // sent as a mapped rendezvous
     };
     struct peer_out {
         std::deque<outgoing> sends;
@@ -322,9 +336,18 @@ private:
         std::vector<std::byte> staging;
         std::uint64_t received = 0;
     };
+    // A peer's shared region, mapped here.
+    struct peer_mapping {
+        std::uint64_t region;
+        const std::byte* base;
+        std::size_t bytes;
+        std::uint64_t last_use;
+    };
     struct peer_in {
         std::uint64_t tail = 0; // ours alone: we are the ring's only consumer
         partial incoming;
+        std::vector<peer_mapping> mappings; // its shared regions we mapped
+        bool can_map = true;                // false once taking its descriptor failed
     };
     struct rendezvous {
         int source;
@@ -332,6 +355,7 @@ private:
         std::uint64_t address;
         std::uint64_t token;
         std::chrono::steady_clock::time_point since;
+        std::optional<mapped_source> region; // a mapped cell: read from our mapping of it
     };
     // A receive claimed for a single copy that failed; its data follows in chunks.
     struct reserved {
@@ -368,7 +392,9 @@ private:
     std::size_t pump(int dest);
     std::size_t drain(int src);
     void handle_data(int src, const cell_header& h, const std::byte* payload);
-    void handle_rendezvous(int src, const cell_header& h);
+    void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
+    int read_from_peer(const rendezvous& r, std::span<std::byte> into);
+    const std::byte* mapping_of(int src, const mapped_source& m);
     void handle_answer(int src, const cell_header& h);
     bool single_copy(rendezvous& r, bool stage);
     std::size_t retry_unclaimed(bool stage_all);
@@ -390,6 +416,7 @@ private:
     std::uint64_t probe_word_ = probe_magic;
     std::vector<pid_t> pids_;
     std::vector<char> cma_to_;   // per destination: it can read our memory
+    std::vector<char> map_to_;   // per destination: it can map our shared regions
     std::vector<char> lost_;     // per peer: found gone
     std::vector<pollfd> pidfds_; // per peer, fd -1 where pidfd_open is unavailable
 
@@ -403,6 +430,7 @@ private:
     shm::counters counters_;
     std::chrono::steady_clock::time_point next_liveness_check_{};
     std::uint64_t idle_rounds_ = 0;
+    std::uint64_t mapping_clock_ = 0; // orders uses of peer mappings (least recent is dropped)
     std::exception_ptr first_crash_;
     bool asymmetric_fences_ = false; // every rank can use membarrier
 };
@@ -415,6 +443,9 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     in_.resize(n);
     lost_.assign(n, 0);
     cma_to_.assign(n, 0);
+    map_to_.assign(n, opts_.use_mapped ? 1 : 0);
+    for (auto& in : in_)
+        in.can_map = opts_.use_mapped;
     try {
         setup(boot);
     } catch (...) {
@@ -647,6 +678,9 @@ endpoint::~endpoint() {
                   rank_))));
     for (auto& p : pidfds_)
         if (p.fd >= 0) close(p.fd);
+    for (auto& in : in_)
+        for (auto& m : in.mappings)
+            munmap(const_cast<std::byte*>(m.base), m.bytes);
     if (base_) munmap(base_, mapped_bytes_);
 }
 
@@ -687,12 +721,16 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
         return done;
     }
     auto& o = out_[static_cast<std::size_t>(dest)];
-    const bool cma = cma_to(dest) && data.size() >= opts_.cma_threshold;
+    // A shared send buffer is read by the receiver through its own mapping.
+    std::optional<shared_region_ref> region;
+    if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
+        region = find_shared_region(data.data(), data.size());
+    const bool cma = !region && cma_to(dest) && data.size() >= opts_.cma_threshold;
     // Most messages: one cell, nothing queued ahead of it, room in the ring.
     // It is written now and the send is complete before it returns, with no
     // queue entry and no request of its own.
-    if (!cma && o.sends.empty() && o.control.empty() && data.size() <= payload_capacity() &&
-        has_space(dest)) {
+    if (!cma && !region && o.sends.empty() && o.control.empty() &&
+        data.size() <= payload_capacity() && has_space(dest)) {
         auto h =
             header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
         h.total = data.size();
@@ -703,7 +741,7 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
         return completed_request();
     }
     auto done = make_request();
-    o.sends.push_back({header, data, done, 0, cma});
+    o.sends.push_back({header, data, done, 0, cma, region});
     if (o.sends.size() == 1) pump(dest);
     return done;
 }
@@ -722,7 +760,8 @@ void endpoint::write_cell(int dest, const cell_header& h, const std::byte* paylo
         std::memcpy(c, &h, stamp_offset);
         if (h.length) std::memcpy(c + small_offset, payload, h.length);
     } else {
-        if (h.type == cell_type::data && h.length) std::memcpy(c + sizeof h, payload, h.length);
+        if ((h.type == cell_type::data || h.type == cell_type::mapped) && h.length)
+            copy_bytes(c + sizeof h, payload, h.length);
         std::memcpy(c, &h, stamp_offset);
         std::memcpy(c + small_offset, &h.offset, small_bytes);
     }
@@ -752,12 +791,18 @@ std::size_t endpoint::pump(int dest) {
     while (o.control.empty() && !o.sends.empty()) {
         auto& s = o.sends.front();
         if (!has_space(dest)) break;
-        if (s.cma) {
-            auto h = header_cell(s.header, cell_type::rendezvous);
+        if (s.cma || s.region) {
+            auto h = header_cell(s.header, s.region ? cell_type::mapped : cell_type::rendezvous);
             h.total = s.data.size();
+            // The address too: a receiver that cannot map reads it by CMA.
             h.offset = reinterpret_cast<std::uintptr_t>(s.data.data());
             h.token = next_token_++;
-            write_cell(dest, h, nullptr);
+            mapped_source m;
+            if (s.region) {
+                m = {s.region->id, s.region->region_bytes, s.region->offset, s.region->fd, 0};
+                h.length = sizeof m;
+            }
+            write_cell(dest, h, reinterpret_cast<const std::byte*>(&m));
             ++cells;
             awaiting_ack_.emplace(h.token, std::make_pair(dest, std::move(s)));
             o.sends.pop_front();
@@ -804,7 +849,8 @@ std::size_t endpoint::drain(int src) {
             handle_data(src, h, c + sizeof h);
             break;
         case cell_type::rendezvous:
-            handle_rendezvous(src, h);
+        case cell_type::mapped:
+            handle_rendezvous(src, h, c + sizeof h);
             break;
         case cell_type::ack:
         case cell_type::nack:
@@ -844,7 +890,7 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
     std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging.data();
-    if (h.length) std::memcpy(to + h.offset, payload, h.length);
+    copy_bytes(to + h.offset, payload, h.length);
     p.received += h.length;
     if (p.received < h.total) return;
     if (!p.claimed)
@@ -856,9 +902,68 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
     p = partial{};
 }
 
-void endpoint::handle_rendezvous(int src, const cell_header& h) {
-    rendezvous r{src, message_of(h), h.offset, h.token, std::chrono::steady_clock::now()};
+void endpoint::handle_rendezvous(int src, const cell_header& h, const std::byte* payload) {
+    rendezvous r{src, message_of(h), h.offset, h.token, std::chrono::steady_clock::now(), {}};
+    if (h.type == cell_type::mapped && h.length == sizeof(mapped_source)) {
+        mapped_source m;
+        std::memcpy(&m, payload, sizeof m);
+        r.region = m;
+    }
     if (!single_copy(r, false)) unclaimed_.push_back(r);
+}
+
+// Our mapping of region m of rank src, made on first use and kept (up to
+// max_cached_mappings per peer); nullptr if the region cannot be mapped.
+const std::byte* endpoint::mapping_of(int src, const mapped_source& m) {
+    auto& in = in_[static_cast<std::size_t>(src)];
+    if (!in.can_map) return nullptr;
+    ++mapping_clock_;
+    for (auto& known : in.mappings)
+        if (known.region == m.region) {
+            known.last_use = mapping_clock_;
+            return known.base;
+        }
+    const int pidfd = pidfds_[static_cast<std::size_t>(src)].fd;
+    const int fd = pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, m.fd, 0));
+    void* base = MAP_FAILED;
+    int e = fd < 0 ? (pidfd < 0 ? ENOSYS : errno) : 0;
+    if (fd >= 0) {
+        // Populated now: faulting the pages in one by one during the copy
+        // costs more than the copy.
+        base = mmap(nullptr, m.region_bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (base == MAP_FAILED) e = errno;
+        close(fd);
+    }
+    if (base == MAP_FAILED) {
+        debug("rank {} cannot map rank {}'s shared memory ({}); reading it by CMA from now on",
+              rank_, src, errno_text(e));
+        in.can_map = false;
+        return nullptr;
+    }
+    if (in.mappings.size() >= opts_.max_cached_mappings) {
+        auto oldest = std::min_element(
+            in.mappings.begin(), in.mappings.end(),
+            [](const peer_mapping& a, const peer_mapping& b) { return a.last_use < b.last_use; });
+        munmap(const_cast<std::byte*>(oldest->base), oldest->bytes);
+        in.mappings.erase(oldest);
+    }
+    in.mappings.push_back(
+        {m.region, static_cast<const std::byte*>(base), m.region_bytes, mapping_clock_});
+    ++counters_.regions_mapped;
+    return in.mappings.back().base;
+}
+
+// Copies a rendezvous message into `into`: from our mapping of its region,
+// else by CMA from its address; 0 or the errno.
+int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into) {
+    if (r.region && r.region->offset <= r.region->region_bytes &&
+        into.size() <= r.region->region_bytes - r.region->offset) {
+        if (const std::byte* base = mapping_of(r.source, *r.region)) {
+            copy_bytes(into.data(), base + r.region->offset, into.size());
+            return 0;
+        }
+    }
+    return cma_read(pids_[static_cast<std::size_t>(r.source)], into, r.address);
 }
 
 void endpoint::queue_control(int dest, cell_type type, std::uint64_t token) {
@@ -882,7 +987,7 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
         into = staging;
     }
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
-    const int e = cma_read(pid, into, r.address);
+    const int e = read_from_peer(r, into);
     if (e == 0) {
         if (!claimed) {
             ++counters_.staged;
@@ -916,13 +1021,15 @@ void endpoint::handle_answer(int src, const cell_header& h) {
     auto [dest, s] = std::move(found->second);
     awaiting_ack_.erase(found);
     if (h.type == cell_type::ack) {
-        ++counters_.cma;
+        ++(s.region ? counters_.mapped : counters_.cma);
         s.done->complete();
         return;
     }
     debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src, rank_);
     cma_to_[static_cast<std::size_t>(dest)] = 0;
+    map_to_[static_cast<std::size_t>(dest)] = 0;
     s.cma = false;
+    s.region.reset();
     s.offset = 0;
     out_[static_cast<std::size_t>(dest)].sends.push_back(std::move(s));
 }
@@ -1128,6 +1235,7 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_CELL_BYTES")) opts.cell_bytes = *v;
     if (auto v = size_from_environment("TUTTI_SHM_RING_DEPTH")) opts.ring_depth = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
 }
 
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,

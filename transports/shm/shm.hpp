@@ -4,7 +4,9 @@
 // travel in one cell; larger ones in chunks, one per cell, so that sender and
 // receiver copy at the same time; the largest are read by the receiver
 // straight out of the sender's memory (cross-memory attach, process_vm_readv)
-// when the kernel allows it. The transport is polled: a progress engine calls
+// when the kernel allows it. A message whose buffer was allocated through
+// tutti (core/shared_memory.hpp) is copied by the receiver straight out of
+// its own mapping of that buffer, at memcpy speed. The transport is polled: a progress engine calls
 // progress() and, when idle, await_activity(), which sleeps on a futex
 // "doorbell" that senders ring only when the receiver said it sleeps.
 #pragma once
@@ -32,6 +34,17 @@ struct options {
     std::size_t cma_threshold = 256 * 1024;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
+    // Messages of at least this many bytes whose send buffer is shared memory
+    // (tutti::allocate_shared) are copied by the receiver out of its mapping
+    // of that buffer: one copy at memcpy speed, for the price of an
+    // acknowledgement. Below it, the cells are quicker.
+    std::size_t mapped_threshold = 16 * 1024;
+    // false: never map a peer's buffers; shared buffers go as any other.
+    bool use_mapped = true;
+    // Mappings of a peer's buffers kept for reuse, per peer (mapping costs a
+    // page-table fill, so a buffer sent again should not pay it again); the
+    // least recently used is dropped beyond this.
+    std::size_t max_cached_mappings = 32;
     // A message that announced itself for a single copy but whose receive is
     // not posted after this long is copied into a staging buffer, so that its
     // sender is released (it may be waiting on its own send before posting).
@@ -41,8 +54,9 @@ struct options {
 };
 
 // Overrides from the environment, for tuning without a rebuild (a job applies
-// them to its options): TUTTI_SHM_CELL_BYTES, TUTTI_SHM_RING_DEPTH and
-// TUTTI_SHM_CMA_THRESHOLD, each a byte count such as 16384 or 16K. Every
+// them to its options): TUTTI_SHM_CELL_BYTES, TUTTI_SHM_RING_DEPTH,
+// TUTTI_SHM_CMA_THRESHOLD and TUTTI_SHM_MAPPED_THRESHOLD, each a byte count
+// such as 16384 or 16K. Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count is a tutti::error.
 void apply_environment(options& opts);
@@ -53,6 +67,8 @@ struct counters {
     std::uint64_t chunked = 0; // several cells
     std::uint64_t cma = 0;     // sent by single copy (acknowledged)
     std::uint64_t staged = 0;  // received by single copy into a staging buffer
+    std::uint64_t mapped = 0;  // sent from shared memory, copied by the receiver (acknowledged)
+    std::uint64_t regions_mapped = 0; // peers' shared regions this rank mapped
 };
 
 class transport : public tutti::transport {

@@ -53,8 +53,8 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
             co_await ctx.send(r + 1, fold_step, a.send.first(bytes));
             new_rank = -1;
         } else {
-            std::vector<std::byte> incoming(bytes);
-            co_await ctx.recv(r - 1, fold_step, incoming);
+            scratch<> incoming(bytes);
+            co_await ctx.recv(r - 1, fold_step, incoming.span());
             a.op->combine(incoming.data(), a.send.data(), a.recv.data(), a.count);
             source = a.recv.data();
             new_rank = r / 2;
@@ -67,7 +67,7 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
         const auto pieces = static_cast<std::size_t>(pof2);
         auto offset = [&](int i) { return even_piece_start(a.count, pieces, i) * element; };
         auto rank_of = [&](int new_peer) { return unfolded_rank(new_peer, extra); };
-        std::vector<std::byte> incoming(offset(pof2 / 2)); // the first half is the largest
+        scratch<> incoming(offset(pof2 / 2)); // the first half is the largest
 
         // Recursive halving: keep the half of the pieces holding the own one.
         int lo = 0;
@@ -78,7 +78,7 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
             const int keep = keep_lower ? lo : lo + mask;
             const int give = keep_lower ? lo + mask : lo;
             const std::size_t keep_bytes = offset(keep + mask) - offset(keep);
-            auto into = std::span(incoming).first(keep_bytes);
+            auto into = incoming.span().first(keep_bytes);
             co_await ctx.send_recv(
                 partner, std::span(source + offset(give), offset(give + mask) - offset(give)),
                 partner, into, halving_step + round);

@@ -42,7 +42,7 @@ task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     auto piece = [&](auto buffer, int i) {
         return buffer.subspan(first_element(i) * element, count_of(i) * element);
     };
-    std::vector<std::byte> incoming(count_of(0) * element); // piece 0 is the largest
+    scratch<> incoming(count_of(0) * element); // piece 0 is the largest
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
 
@@ -51,7 +51,7 @@ task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     std::span<const std::byte> outgoing = piece(a.send, left);
     for (int s = 0; s < p - 1; ++s) {
         const int b = (r - s - 2 + 2 * p) % p;
-        auto into = std::span(incoming).first(count_of(b) * element);
+        auto into = incoming.span().first(count_of(b) * element);
         co_await ctx.send_recv(right, outgoing, left, into, static_cast<std::uint64_t>(s));
         auto partial = piece(a.recv, b);
         a.op->combine(into.data(), piece(a.send, b).data(), partial.data(), count_of(b));

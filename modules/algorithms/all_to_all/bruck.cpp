@@ -40,7 +40,7 @@ task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
     // needs no further care.
     std::vector<std::byte> work(a.send.size());
     for (int i = 0; i < p; ++i)
-        std::memcpy(work.data() + at(i), a.send.data() + at((r + i) % p), block);
+        copy_bytes(work.data() + at(i), a.send.data() + at((r + i) % p), block);
 
     std::vector<std::byte> outgoing, incoming;
     std::uint64_t round = 0;
@@ -56,13 +56,13 @@ task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
         std::size_t offset = 0;
         for (int i = distance; i < p; ++i)
             if (i & distance) {
-                std::memcpy(work.data() + at(i), incoming.data() + offset, block);
+                copy_bytes(work.data() + at(i), incoming.data() + offset, block);
                 offset += block;
             }
     }
 
     for (int i = 0; i < p; ++i)
-        std::memcpy(a.recv.data() + at((r - i + p) % p), work.data() + at(i), block);
+        copy_bytes(a.recv.data() + at((r - i + p) % p), work.data() + at(i), block);
 }
 
 const bool registered = register_algorithm<all_to_all_args>({

@@ -50,11 +50,11 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
 
     // Where relative block j of my subtree (j > vr) lives: in place at the
     // root, else in the buffer of the blocks below me, in relative order.
-    std::vector<std::byte> below(vr == 0 ? 0 : static_cast<std::size_t>(end - vr - 1) * block);
+    scratch<> below(vr == 0 ? 0 : static_cast<std::size_t>(end - vr - 1) * block);
     const auto place = [&](int j, int blocks) {
         const auto length = static_cast<std::size_t>(blocks) * block;
         if (vr == 0) return a.recv.subspan(static_cast<std::size_t>(actual(j)) * block, length);
-        return std::span(below).subspan(static_cast<std::size_t>(j - vr - 1) * block, length);
+        return below.span().subspan(static_cast<std::size_t>(j - vr - 1) * block, length);
     };
     // The blocks [lo, hi) below a child, cut where they wrap to rank 0.
     const auto parts = [&](int lo, int hi) { return unwrapped_runs(lo, hi, wrap); };

@@ -45,9 +45,9 @@ task<void> pairwise(const call_context& ctx, const reduce_scatter_args& a) {
 
     // Slot i holds rank i's contribution to block r. The own one is read from
     // the send buffer unless recv overlaps it: the fold writes recv early.
-    std::vector<std::byte> scratch(static_cast<std::size_t>(p) * bytes);
+    scratch<> slots(static_cast<std::size_t>(p) * bytes);
     auto slot = [&](int i) {
-        return std::span(scratch).subspan(static_cast<std::size_t>(i) * bytes, bytes);
+        return slots.span().subspan(static_cast<std::size_t>(i) * bytes, bytes);
     };
     for (int k = 1; k < p; ++k) {
         const int to = (r + k) % p;
@@ -56,7 +56,7 @@ task<void> pairwise(const call_context& ctx, const reduce_scatter_args& a) {
     }
     const std::byte* own = block_of(r).data();
     if (overlap(a.send, a.recv.first(bytes))) {
-        if (bytes) std::memcpy(slot(r).data(), own, bytes);
+        copy_bytes(slot(r).data(), own, bytes);
         own = slot(r).data();
     }
     if (bytes == 0) co_return;

@@ -40,7 +40,7 @@ task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args&
     // so partial covers that range only, starting at byte `base`.
     const int first_keep = (r & (p / 2)) == 0 ? 0 : p / 2;
     const std::size_t base = offset[first_keep];
-    std::vector<std::byte> partial(offset[first_keep + p / 2] - base), incoming(partial.size());
+    scratch<> partial(offset[first_keep + p / 2] - base), incoming(partial.size());
     auto partial_at = [&](int b) { return partial.data() + (offset[b] - base); };
     auto send_at = [&](int b) { return a.send.data() + offset[b]; };
     bool first = true;
@@ -55,7 +55,7 @@ task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args&
         const std::size_t give_bytes = offset[give + mask] - offset[give];
         const std::byte* outgoing = first ? send_at(give) : partial_at(give);
         co_await ctx.send_recv(partner, std::span(outgoing, give_bytes), partner,
-                               std::span(incoming).first(keep_bytes), step);
+                               incoming.span().first(keep_bytes), step);
         const bool last = mask == 1; // then keep == r
         std::byte* out = last ? a.recv.data() : partial_at(keep);
         const std::byte* own = first ? send_at(keep) : partial_at(keep);

@@ -41,7 +41,7 @@ task<void> ring(const call_context& ctx, const reduce_scatter_args& a) {
     std::size_t largest = 0;
     for (int i = 0; i < p; ++i)
         largest = std::max(largest, offset[i + 1] - offset[i]);
-    std::vector<std::byte> partial(largest), incoming(largest);
+    scratch<> partial(largest), incoming(largest);
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
 
@@ -50,12 +50,12 @@ task<void> ring(const call_context& ctx, const reduce_scatter_args& a) {
     for (int s = 0; s < p - 1; ++s) {
         const int b = (r - s - 2 + 2 * p) % p;
         const std::size_t bytes = offset[b + 1] - offset[b];
-        co_await ctx.send_recv(right, outgoing, left, std::span(incoming).first(bytes),
+        co_await ctx.send_recv(right, outgoing, left, incoming.span().first(bytes),
                                static_cast<std::uint64_t>(s));
         const bool last = s == p - 2; // then b == r
         std::byte* out = last ? a.recv.data() : partial.data();
         a.op->combine(incoming.data(), mine(b).data(), out, count_of(b));
-        outgoing = std::span<const std::byte>(partial).first(bytes);
+        outgoing = std::span<const std::byte>(partial.span()).first(bytes);
     }
 }
 

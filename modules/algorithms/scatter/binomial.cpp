@@ -50,16 +50,16 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
 
     // Where relative block j of my subtree (j > vr) lives: in the user's
     // send buffer at the root, else in the buffer of the blocks below me.
-    std::vector<std::byte> below(vr == 0 ? 0 : static_cast<std::size_t>(end - vr - 1) * block);
+    scratch<> below(vr == 0 ? 0 : static_cast<std::size_t>(end - vr - 1) * block);
     const auto place = [&](int j, int blocks) {
         const auto length = static_cast<std::size_t>(blocks) * block;
         if (vr == 0) return a.send.subspan(static_cast<std::size_t>(actual(j)) * block, length);
-        return std::span<const std::byte>(below).subspan(
-            static_cast<std::size_t>(j - vr - 1) * block, length);
+        return std::span<const std::byte>(below.span())
+            .subspan(static_cast<std::size_t>(j - vr - 1) * block, length);
     };
     const auto writable_place = [&](int j, int blocks) {
-        return std::span(below).subspan(static_cast<std::size_t>(j - vr - 1) * block,
-                                        static_cast<std::size_t>(blocks) * block);
+        return below.span().subspan(static_cast<std::size_t>(j - vr - 1) * block,
+                                    static_cast<std::size_t>(blocks) * block);
     };
     // The blocks [lo, hi) below a child, cut where they wrap to rank 0.
     const auto parts = [&](int lo, int hi) { return unwrapped_runs(lo, hi, wrap); };

@@ -151,13 +151,23 @@ message_header header_for(int source, std::uint64_t step, std::size_t bytes) {
 // Rank 0 sends every size to rank 1 and rank 1 sends them back; rank 1
 // posts half of its receives only after everything arrived (unexpected
 // messages), the other half before, and receives some by irecv_any_size.
-void exchange_sizes(shm::transport& t, asio::io_context& io,
-                    const std::vector<std::size_t>& sizes) {
+// With `shared`, the send buffers are shared memory (tutti::shared_vector),
+// each starting 8 bytes into its region.
+void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<std::size_t>& sizes,
+                    bool shared = false) {
     const int me = t.rank();
     const int peer = 1 - me;
-    std::vector<std::vector<std::byte>> out(sizes.size()), in(sizes.size());
+    std::vector<std::vector<std::byte>> private_out(sizes.size()), in(sizes.size());
+    std::vector<shared_vector<std::byte>> shared_out(sizes.size());
+    std::vector<std::span<std::byte>> out(sizes.size());
     for (std::size_t m = 0; m < sizes.size(); ++m) {
-        out[m].resize(sizes[m]);
+        if (shared) {
+            shared_out[m].resize(sizes[m] + 8);
+            out[m] = std::span(shared_out[m]).subspan(8);
+        } else {
+            private_out[m].resize(sizes[m]);
+            out[m] = private_out[m];
+        }
         for (std::size_t i = 0; i < sizes[m]; ++i)
             out[m][i] = pattern(m + 100u * me, i);
         in[m].assign(sizes[m], std::byte{0x5a});
@@ -369,6 +379,128 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
         job);
     check_all_succeeded(outcomes);
     CHECK_FALSE(segment_exists(job));
+}
+
+// Makes pidfd_getfd fail with EPERM in this process from now on: the
+// receiver can no longer take a peer's shared-memory descriptor.
+void forbid_taking_descriptors() {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    expect(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+               prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0,
+           "cannot install the seccomp filter");
+}
+
+TEST_CASE("shm: messages from shared buffers are copied out of the receiver's mapping") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        2,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.cell_bytes = 16384;
+            opts.max_cached_mappings = 3;
+            auto t = shm::create_transport(boot, io, opts);
+            // Below the mapped threshold (cells), above it up to 64 MiB, an
+            // empty message; then the same sizes again from new buffers, more
+            // regions than the cache keeps.
+            const std::vector<std::size_t> sizes{1, 16383, 16384, 300000, 64u << 20, 0, 20000};
+            exchange_sizes(*t, io, sizes, true);
+            auto c = t->counters();
+            expect(c.mapped == 4 && c.cma == 0 && c.regions_mapped == 4,
+                   fmt::format("first round: {} mapped ({} regions), {} cma", c.mapped,
+                               c.regions_mapped, c.cma));
+            exchange_sizes(*t, io, sizes, true);
+            c = t->counters();
+            expect(c.mapped == 8 && c.regions_mapped == 8,
+                   fmt::format("second round: {} mapped ({} regions)", c.mapped, c.regions_mapped));
+            // Private buffers still take the other paths.
+            exchange_sizes(*t, io, {300000, 20000});
+            c = t->counters();
+            expect(c.mapped == 8, fmt::format("private buffers: {} mapped", c.mapped));
+            expect(shared_usage().regions == 0, "a shared region outlived its vector");
+        },
+        job);
+    check_all_succeeded(outcomes);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: one shared buffer sent again and again is mapped once") {
+    const auto job = unique_job();
+    auto outcomes = run_ranks(
+        2,
+        [](fork_bootstrap& boot) {
+            asio::io_context io;
+            auto t = shm::create_transport(boot, io);
+            communicator comm(t);
+            const std::size_t n = 1 << 17; // 1 MiB of int64
+            shared_vector<std::int64_t> send(n), recv(n);
+            for (int round = 0; round < 5; ++round) {
+                for (std::size_t k = 0; k < n; ++k)
+                    send[k] = comm.rank() * 7 + round + static_cast<std::int64_t>(k);
+                drive(*t, io, all_reduce(comm, send, recv, sum, use("rabenseifner")));
+                for (std::size_t k = 0; k < n; ++k)
+                    expect(recv[k] == 7 + 2 * (round + static_cast<std::int64_t>(k)),
+                           fmt::format("round {}: element {} is {}", round, k, recv[k]));
+            }
+            const auto c = t->counters();
+            // Each round sends from both vectors: one region each, mapped once.
+            expect(c.mapped == 10 && c.regions_mapped == 2,
+                   fmt::format("{} mapped sends, {} regions mapped", c.mapped, c.regions_mapped));
+        },
+        job);
+    check_all_succeeded(outcomes);
+    CHECK_FALSE(segment_exists(job));
+}
+
+TEST_CASE("shm: a receiver that cannot map reads shared buffers by CMA, or else in chunks") {
+    for (bool cma_too : {false, true}) {
+        CAPTURE(cma_too);
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            2,
+            [cma_too](fork_bootstrap& boot) {
+                asio::io_context io;
+                auto t = shm::create_transport(boot, io);
+                const int peer = 1 - t->rank();
+                if (!t->cma_to(peer)) {
+                    fmt::print(stderr, "process_vm_readv unavailable here: nothing to compare\n");
+                    return;
+                }
+                // Rank 1 cannot take rank 0's descriptors (and, with cma_too,
+                // cannot read its memory either); rank 0 maps rank 1's.
+                if (t->rank() == 1) {
+                    forbid_taking_descriptors();
+                    if (cma_too) forbid_cross_memory_attach();
+                }
+                exchange_sizes(*t, io, {300000, 64u << 20, 20000, 1}, true);
+                const auto c = t->counters();
+                if (t->rank() == 1) {
+                    // Its own sends are mapped by rank 0; it mapped nothing.
+                    expect(c.mapped == 3 && c.regions_mapped == 0,
+                           fmt::format("rank 1: {} mapped sends, {} regions mapped", c.mapped,
+                                       c.regions_mapped));
+                } else if (cma_too) {
+                    // Refused, then sent again in chunks (20000 bytes fit one cell).
+                    expect(c.mapped == 0 && c.chunked == 2 && c.regions_mapped == 3,
+                           fmt::format("rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped,
+                                       c.chunked, c.regions_mapped));
+                } else {
+                    // Acknowledged after rank 1 read them by CMA instead.
+                    expect(c.mapped == 3 && c.chunked == 0 && c.regions_mapped == 3,
+                           fmt::format("rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped,
+                                       c.chunked, c.regions_mapped));
+                }
+            },
+            job);
+        check_all_succeeded(outcomes);
+        CHECK_FALSE(segment_exists(job));
+    }
 }
 
 TEST_CASE("shm: a rank that closes its transport early does not disturb the others") {

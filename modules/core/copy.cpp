@@ -1,0 +1,88 @@
+#include "core/copy.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace tutti {
+namespace {
+
+// Below this glibc does not use `rep movsb`, and memcpy is as good as it gets.
+constexpr std::size_t small_copy = 2048;
+
+#if defined(__x86_64__)
+
+// Stores aligned to 32 bytes, loads wherever the source falls.
+__attribute__((target("avx2"))) void copy_avx2(unsigned char* to, const unsigned char* from,
+                                               std::size_t n) noexcept {
+    const std::size_t head = (32 - (reinterpret_cast<std::uintptr_t>(to) & 31)) & 31;
+    std::memcpy(to, from, head);
+    to += head;
+    from += head;
+    n -= head;
+    for (; n >= 128; n -= 128, to += 128, from += 128) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 32));
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 64));
+        const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 96));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(to), a);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 32), b);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 64), c);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 96), d);
+    }
+    std::memcpy(to, from, n);
+}
+
+// The same with SSE2, which every x86-64 has.
+void copy_sse2(unsigned char* to, const unsigned char* from, std::size_t n) noexcept {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(to) & 15)) & 15;
+    std::memcpy(to, from, head);
+    to += head;
+    from += head;
+    n -= head;
+    for (; n >= 64; n -= 64, to += 64, from += 64) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 16));
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 32));
+        const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 48));
+        _mm_store_si128(reinterpret_cast<__m128i*>(to), a);
+        _mm_store_si128(reinterpret_cast<__m128i*>(to + 16), b);
+        _mm_store_si128(reinterpret_cast<__m128i*>(to + 32), c);
+        _mm_store_si128(reinterpret_cast<__m128i*>(to + 48), d);
+    }
+    std::memcpy(to, from, n);
+}
+
+bool has_avx2() noexcept {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return yes;
+}
+
+#endif
+
+} // namespace
+
+void copy_bytes(void* to, const void* from, std::size_t n) noexcept {
+#if defined(__x86_64__)
+    const auto skew =
+        (reinterpret_cast<std::uintptr_t>(to) - reinterpret_cast<std::uintptr_t>(from)) & 63;
+    if (n >= small_copy && skew != 0) {
+        auto* t = static_cast<unsigned char*>(to);
+        const auto* f = static_cast<const unsigned char*>(from);
+        if (has_avx2())
+            copy_avx2(t, f, n);
+        else
+            copy_sse2(t, f, n);
+        return;
+    }
+#endif
+    if (n) std::memcpy(to, from, n);
+}
+
+} // namespace tutti

@@ -1,0 +1,45 @@
+// Temporary buffers for algorithms (what arrives before it is reduced, a
+// partial result), reused across calls. A fresh std::vector of a few MiB per
+// call costs more than the call's copies: the allocator maps new pages and
+// the kernel clears and faults in every one of them (a 16 MiB reduce_scatter
+// spent most of its time in page faults), and the vector zeroes them again.
+// Blocks of at least shared_scratch_bytes come from tutti::allocate_shared,
+// so that sending out of them takes the same single-copy path as a user's
+// shared buffer.
+#pragma once
+
+#include <cstddef>
+
+namespace tutti {
+
+// Scratch blocks this large and above live in shared memory.
+inline constexpr std::size_t shared_scratch_bytes = 64 * 1024;
+
+// One block of at least `bytes`, not zeroed, from this thread's cache; it
+// returns there when the object dies. Blocks are kept up to a bound per
+// thread (docs/performance.md).
+class scratch_block {
+public:
+    explicit scratch_block(std::size_t bytes);
+    ~scratch_block();
+    scratch_block(scratch_block&& other) noexcept;
+    scratch_block& operator=(scratch_block&& other) noexcept;
+    scratch_block(const scratch_block&) = delete;
+    scratch_block& operator=(const scratch_block&) = delete;
+
+    std::byte* data() const noexcept { return data_; }
+    std::size_t capacity() const noexcept { return capacity_; }
+
+private:
+    std::byte* data_ = nullptr;
+    std::size_t capacity_ = 0;
+};
+
+// How many blocks this thread keeps for reuse, and their bytes: for tests.
+struct scratch_cache_usage {
+    std::size_t blocks = 0;
+    std::size_t bytes = 0;
+};
+scratch_cache_usage scratch_cache();
+
+} // namespace tutti
