@@ -205,12 +205,12 @@ void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<s
     }
 }
 
-// Makes process_vm_readv fail with EPERM in this process from now on, as a
-// container's seccomp profile does, after the transport's startup probe.
-void forbid_cross_memory_attach() {
+// Makes one system call fail with EPERM in this process from now on, as a
+// container's seccomp profile does.
+void forbid_system_call(long number) {
     sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(number), 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -218,6 +218,11 @@ void forbid_cross_memory_attach() {
     expect(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
                prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0,
            "cannot install the seccomp filter");
+}
+
+// process_vm_readv refused after the transport's startup probe.
+void forbid_cross_memory_attach() {
+    forbid_system_call(SYS_process_vm_readv);
 }
 
 call_signature reduction_signature(collective kind, int p, std::size_t count) {
@@ -381,19 +386,9 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
     CHECK_FALSE(segment_exists(job));
 }
 
-// Makes pidfd_getfd fail with EPERM in this process from now on: the
-// receiver can no longer take a peer's shared-memory descriptor.
+// The receiver can no longer take a peer's shared-memory descriptor.
 void forbid_taking_descriptors() {
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
-    expect(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-               prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0,
-           "cannot install the seccomp filter");
+    forbid_system_call(SYS_pidfd_getfd);
 }
 
 TEST_CASE("shm: messages from shared buffers are copied out of the receiver's mapping") {
