@@ -4,9 +4,11 @@
 // peer rings: blocking at once costs ~20 us per wake-up, and spinning without
 // yielding costs a scheduler tick (4 ms) when ranks outnumber cores. The
 // stages are measured in time, not rounds (a round's cost varies with the
-// transport and the number of peers), and the spin is short when the world
+// transport and the number of peers), and there is no spin when the world
 // has more ranks than the machine has cores: the peer a rank waits for may
-// then be waiting for this very core.
+// then be waiting for this very core, so a rank yields after its first few
+// idle rounds (docs/performance.md: a 1 us spin cost up to 2x at 4 and 8
+// ranks on 2 cores).
 #pragma once
 
 #include <chrono>
@@ -27,9 +29,9 @@ public:
     void pause(transport& t);
 
     // Spinning before the first yield: long enough to catch a peer that
-    // answers at once, short when ranks outnumber cores.
+    // answers at once; none when ranks outnumber cores.
     static constexpr std::chrono::microseconds spin_dedicated{10};
-    static constexpr std::chrono::microseconds spin_oversubscribed{1};
+    static constexpr std::chrono::microseconds spin_oversubscribed{0};
     // Idle time after which a rank blocks in the transport.
     static constexpr std::chrono::microseconds block_after{4000};
     static constexpr std::chrono::microseconds longest_block{2000};

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -262,17 +261,7 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         throw error(errc::invalid_argument,
                     "tcp transport: max_frame_payload of 0 bytes; it must be positive");
     limits_ = {opts_.max_frame_payload, size_};
-    if (opts_.busy_poll) {
-        busy_poll_ = *opts_.busy_poll;
-    } else {
-        cpu_set_t usable;
-        CPU_ZERO(&usable);
-        const int cores =
-            sched_getaffinity(0, sizeof usable, &usable) == 0 ? CPU_COUNT(&usable) : 1;
-        // A rank bound to one core (as launchers bind) still shares the machine.
-        const long online = sysconf(_SC_NPROCESSORS_ONLN);
-        busy_poll_ = size_ <= std::max<long>(cores, online);
-    }
+    busy_poll_ = opts_.busy_poll;
     if (auto poll = environment("TUTTI_TCP_BUSY_POLL")) busy_poll_ = *poll != "0";
     peers_.resize(static_cast<std::size_t>(size_));
 

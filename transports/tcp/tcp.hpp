@@ -43,10 +43,11 @@ struct options {
     // true: a waiting rank polls its sockets (spinning, then yielding, then
     // blocking, as over shared memory) instead of blocking in the io_context
     // at once: an 8-byte all_reduce over loopback takes ~5.5 us instead of
-    // ~17 us on idle cores (a blocked wake-up costs ~20 us here). nullopt:
-    // poll when the job's ranks do not outnumber this machine's cores, block
-    // otherwise. TUTTI_TCP_BUSY_POLL=1 or 0 overrides it.
-    std::optional<bool> busy_poll;
+    // ~17 us on idle cores (a blocked wake-up costs ~20 us here), and with
+    // more ranks than cores, where the back-off yields at once, 64 KiB
+    // collectives take half the time or less (docs/transport-tcp.md).
+    // TUTTI_TCP_BUSY_POLL=1 or 0 overrides it.
+    bool busy_poll = true;
 };
 
 // What happened on this rank's connections, for tests and tutti-info.
