@@ -74,3 +74,36 @@ TEST_CASE("broadcast: one value, trivially copyable or serialized") {
         }
     }
 }
+
+TEST_CASE("broadcast: long buffers, in many segments and a short last one, every algorithm") {
+    // Longer than the pipeline's segment (128 KiB) and its receives posted
+    // ahead (8), so that segments are forwarded while later ones arrive.
+    const std::size_t segment = 128 * 1024;
+    for (const auto& name : algorithm_names(collective::broadcast)) {
+        for (int p : {2, 3, 5}) {
+            for (std::size_t n : {segment - 1, segment, 3 * segment + 5, 9 * segment + 17}) {
+                for (int r : {0, p - 1}) {
+                    CAPTURE(name);
+                    CAPTURE(p);
+                    CAPTURE(n);
+                    CAPTURE(r);
+                    const auto value = [&](std::size_t i) {
+                        return static_cast<std::uint8_t>(
+                            (i * 131 + static_cast<std::size_t>(r)) % 251 + 1);
+                    };
+                    tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
+                        std::vector<std::uint8_t> data(n, 0);
+                        if (comm.rank() == r)
+                            for (std::size_t i = 0; i < n; ++i)
+                                data[i] = value(i);
+                        co_await broadcast(comm, data, root{r}, use(name));
+                        std::size_t wrong = 0;
+                        for (std::size_t i = 0; i < n; ++i)
+                            if (data[i] != value(i)) ++wrong;
+                        CHECK(wrong == 0);
+                    });
+                }
+            }
+        }
+    }
+}

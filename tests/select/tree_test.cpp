@@ -109,11 +109,21 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 * 64}) ==
           "pairwise");
-    // The TCP section: broadcast stays binomial up to 64 KiB there.
+    // Broadcast: binomial up to 2 MiB, then a pipelined chain from 4 ranks;
+    // the TCP section keeps a binomial tree up to 4 ranks and scatters
+    // long buffers beyond.
     call_signature bcast{.kind = collective::broadcast, .comm_size = 8, .bytes = 32768};
-    CHECK(tree.walk(bcast) == "scatter_allgather");
+    CHECK(tree.walk(bcast) == "binomial");
+    bcast.bytes = 4 << 20;
+    CHECK(tree.walk(bcast) == "pipeline");
+    bcast.comm_size = 3;
+    CHECK(tree.walk(bcast) == "binomial");
     bcast.transport = "tcp";
     CHECK(tree.walk(bcast) == "binomial");
+    bcast.comm_size = 4;
+    CHECK(tree.walk(bcast) == "binomial");
+    bcast.comm_size = 8;
+    CHECK(tree.walk(bcast) == "scatter_allgather");
 }
 
 TEST_CASE("the walk records the path with its reasons") {
