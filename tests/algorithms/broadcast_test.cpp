@@ -13,6 +13,23 @@ namespace {
 std::set<int> roots_for(int p) {
     return {0, p / 2, p - 1};
 }
+
+// Broadcasts n bytes, byte i being value(i) at root r, with the named
+// algorithm on p ranks; every rank must end with exactly those bytes.
+template <class Value>
+void check_byte_broadcast(const std::string& name, int p, std::size_t n, int r, Value value) {
+    tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
+        std::vector<std::uint8_t> data(n, 0);
+        if (comm.rank() == r)
+            for (std::size_t i = 0; i < n; ++i)
+                data[i] = value(i);
+        co_await broadcast(comm, data, root{r}, use(name));
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (data[i] != value(i)) ++wrong;
+        CHECK(wrong == 0);
+    });
+}
 } // namespace
 
 TEST_CASE("broadcast: every rank gets the root's elements, every algorithm, size, count, root") {
@@ -39,20 +56,8 @@ TEST_CASE("broadcast: every rank gets the root's elements, every algorithm, size
 TEST_CASE("broadcast: byte lengths that do not split evenly over the ranks") {
     sweep<broadcast_args>([](int, std::size_t n) { return call_signature{.bytes = n}; },
                           [](const std::string& name, int p, std::size_t n) {
-                              const int r = p - 1;
-                              tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
-                                  std::vector<std::uint8_t> data(n, 0);
-                                  const auto value = [&](std::size_t i) {
-                                      return static_cast<std::uint8_t>((i * 31 + 7) % 251 + 1);
-                                  };
-                                  if (comm.rank() == r)
-                                      for (std::size_t i = 0; i < n; ++i)
-                                          data[i] = value(i);
-                                  co_await broadcast(comm, data, root{r}, use(name));
-                                  std::size_t wrong = 0;
-                                  for (std::size_t i = 0; i < n; ++i)
-                                      if (data[i] != value(i)) ++wrong;
-                                  CHECK(wrong == 0);
+                              check_byte_broadcast(name, p, n, p - 1, [](std::size_t i) {
+                                  return static_cast<std::uint8_t>((i * 31 + 7) % 251 + 1);
                               });
                           });
 }
@@ -87,20 +92,9 @@ TEST_CASE("broadcast: long buffers, in many segments and a short last one, every
                     CAPTURE(p);
                     CAPTURE(n);
                     CAPTURE(r);
-                    const auto value = [&](std::size_t i) {
+                    check_byte_broadcast(name, p, n, r, [r](std::size_t i) {
                         return static_cast<std::uint8_t>(
                             (i * 131 + static_cast<std::size_t>(r)) % 251 + 1);
-                    };
-                    tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
-                        std::vector<std::uint8_t> data(n, 0);
-                        if (comm.rank() == r)
-                            for (std::size_t i = 0; i < n; ++i)
-                                data[i] = value(i);
-                        co_await broadcast(comm, data, root{r}, use(name));
-                        std::size_t wrong = 0;
-                        for (std::size_t i = 0; i < n; ++i)
-                            if (data[i] != value(i)) ++wrong;
-                        CHECK(wrong == 0);
                     });
                 }
             }
