@@ -40,6 +40,10 @@ const placement& here() noexcept {
 
 } // namespace
 
+bool ranks_outnumber_cores(int ranks) noexcept {
+    return ranks > here().cores;
+}
+
 void backoff::pause(transport& t) {
     // The clock is read only every few rounds: a round of polling is ~50 ns.
     constexpr unsigned clock_every = 8;
@@ -51,9 +55,9 @@ void backoff::pause(transport& t) {
         // cores) never needs to give it up for a peer, and a yield would only
         // hand it to another program for a time slice: it spins, as MPI does,
         // until it blocks.
-        const auto& p = here();
-        const bool oversubscribed = t.size() > p.cores;
-        spin_ = oversubscribed ? spin_oversubscribed : p.bound ? block_after : spin_dedicated;
+        spin_ = ranks_outnumber_cores(t.size()) ? spin_oversubscribed
+                : here().bound                  ? block_after
+                                                : spin_dedicated;
     }
     if (rounds_ % clock_every != 0) {
         cpu_relax();
@@ -96,7 +100,8 @@ struct resumption_scope::frames {
 resumption_scope::resumption_scope(asio::io_context& context, transport& polled)
     : context_(context), polled_(polled.needs_polling() ? &polled : nullptr),
       // A peer that shares this core cannot answer while we poll.
-      rounds_(polled.size() > here().cores ? 4 : 64), outer_(current_scope), frames_(new frames) {
+      rounds_(ranks_outnumber_cores(polled.size()) ? 4 : 64), outer_(current_scope),
+      frames_(new frames) {
     current_scope = this;
 }
 

@@ -42,6 +42,11 @@ private:
     std::chrono::microseconds spin_{};
 };
 
+// Whether `ranks` processes of one job, all on this machine, outnumber the
+// cores they share (then a rank that waits should give its core up, and work
+// split between two ranks runs no faster).
+bool ranks_outnumber_cores(int ranks) noexcept;
+
 namespace detail {
 
 // While it lives, requests completed on this thread whose waiter runs on

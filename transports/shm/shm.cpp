@@ -18,6 +18,7 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -31,24 +32,28 @@
 #include "core/copy.hpp"
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
+#include "core/progress.hpp"
 #include "core/shared_memory.hpp"
 
 namespace tutti::shm {
 
 namespace {
 
-constexpr std::uint64_t segment_magic = 0x326d736974747574; // "tuttism2"
+constexpr std::uint64_t segment_magic = 0x336d736974747574; // "tuttism3"
 constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
-enum class cell_type : std::uint8_t { data, small, rendezvous, mapped, ack, nack };
+enum class cell_type : std::uint8_t { data, small, rendezvous, mapped, ack, nack, share };
 
 // The head of every cell. A data cell carries bytes [offset, offset+length)
 // of a message of `total` bytes; a rendezvous cell says the message can be
 // read at address `offset` in the sender, and a mapped cell is a rendezvous
 // whose payload (a mapped_source) says which shared region holds the message,
-// for the receiver to map; ack and nack answer one by token. A
+// for the receiver to map; ack and nack answer one by token; a share cell
+// asks the sender of a single-copy message (by token) to help copy it: the
+// receive buffer's address in offset, the message's bytes in total, the chunk
+// bytes in length and the share slot in algorithm. A
 // small cell is a whole message of at most 16 bytes held where offset and
 // token would be, so that it travels in one cache line.
 // The stamp, written last, says the cell is full: a receiver polls the cell
@@ -89,6 +94,21 @@ struct mapped_source {
     std::int32_t fd = -1;     // the region's descriptor in the sender
     std::uint32_t unused = 0;
 };
+
+// The meeting point of one message copied by its receiver and its sender
+// together (options::shared_copy_chunk): share_slots lines per ordered pair
+// of ranks. The receiver opens a slot and names it in a share cell; the
+// sender frees it when it has no more to do. Chunks are claimed with one
+// compare-exchange on `claims`, the receiver's from the front and the
+// sender's from the back, so each chunk is copied once.
+struct share_slot {
+    std::uint64_t claims;        // chunks taken from the front | from the back << 32
+    std::uint32_t sender_done;   // chunks the sender finished writing (or gave up on)
+    std::uint32_t sender_failed; // a write failed: the receiver copies the sender's chunks
+    std::uint32_t open;          // 1 from the receiver's offer until the sender is done
+};
+constexpr std::size_t share_slots = 4;
+constexpr std::uint64_t front_chunks = 0xffffffff;
 
 struct segment_header {
     std::uint64_t magic;
@@ -180,7 +200,8 @@ struct geometry {
     // The consumer's tail index on a line of its own, then the cells.
     std::size_t ring_bytes() const { return line + depth * cell_bytes; }
     std::size_t rings_offset() const { return round_up(line + ranks * line, 4096); }
-    std::size_t total() const { return rings_offset() + ranks * ranks * ring_bytes(); }
+    std::size_t shares_offset() const { return rings_offset() + ranks * ranks * ring_bytes(); }
+    std::size_t total() const { return shares_offset() + ranks * ranks * share_slots * line; }
 };
 
 geometry choose_geometry(int ranks, const options& opts) {
@@ -198,6 +219,11 @@ geometry choose_geometry(int ranks, const options& opts) {
         throw error(errc::invalid_argument,
                     fmt::format("shm cell_bytes {} must be a multiple of {} between {} and 1 GiB",
                                 g.cell_bytes, line, 2 * line));
+    if (opts.shared_copy_chunk > (1u << 30))
+        throw error(errc::invalid_argument,
+                    fmt::format("shm shared_copy_chunk {} must be at most 1 GiB (0 turns shared "
+                                "copies off)",
+                                opts.shared_copy_chunk));
     // A stale stamp differs from the expected one by the depth, mod 2^16.
     if (g.depth < 2 || g.depth > 65535)
         throw error(errc::invalid_argument,
@@ -260,13 +286,15 @@ std::string errno_text(int e) {
     return std::strerror(e);
 }
 
-// Reads into `into` from `address` in process `pid`; 0 or the errno.
-int cma_read(pid_t pid, std::span<std::byte> into, std::uint64_t address) {
+// Reads into `into` from `address` in process `pid`, or (write) writes
+// `into` there; 0 or the errno.
+int cma_copy(pid_t pid, std::span<std::byte> into, std::uint64_t address, bool write = false) {
     std::size_t done = 0;
     while (done < into.size()) {
         iovec local{into.data() + done, into.size() - done};
         iovec remote{reinterpret_cast<void*>(address + done), into.size() - done};
-        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(pid, &local, 1, &remote, 1, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno;
@@ -384,6 +412,14 @@ private:
         return ring(src, dst) + line + (index % geo_.depth) * geo_.cell_bytes;
     }
     std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
+    share_slot& slot(int sender, int receiver, std::size_t i) const {
+        return *reinterpret_cast<share_slot*>(
+            base() + geo_.shares_offset() +
+            ((static_cast<std::size_t>(sender) * geo_.ranks + static_cast<std::size_t>(receiver)) *
+                 share_slots +
+             i) *
+                line);
+    }
 
     void setup(bootstrap& boot);
     bool has_space(int dest);
@@ -393,7 +429,10 @@ private:
     std::size_t drain(int src);
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
-    int read_from_peer(const rendezvous& r, std::span<std::byte> into);
+    int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
+    int copy_in(const rendezvous& r, std::span<std::byte> into);
+    int await_helper(const rendezvous& r, share_slot& s, std::uint64_t claimed);
+    void handle_share(int receiver, const cell_header& h);
     const std::byte* mapping_of(int src, const mapped_source& m);
     void handle_answer(int src, const cell_header& h);
     bool single_copy(rendezvous& r, bool stage);
@@ -415,10 +454,12 @@ private:
     // Read by peers through process_vm_readv at startup: proves CMA works.
     std::uint64_t probe_word_ = probe_magic;
     std::vector<pid_t> pids_;
-    std::vector<char> cma_to_;   // per destination: it can read our memory
-    std::vector<char> map_to_;   // per destination: it can map our shared regions
-    std::vector<char> lost_;     // per peer: found gone
-    std::vector<pollfd> pidfds_; // per peer, fd -1 where pidfd_open is unavailable
+    std::vector<char> cma_to_;      // per destination: it can read our memory
+    std::vector<char> map_to_;      // per destination: it can map our shared regions
+    std::vector<char> cannot_help_; // per receiver: writing into its memory failed
+    bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
+    std::vector<char> lost_;        // per peer: found gone
+    std::vector<pollfd> pidfds_;    // per peer, fd -1 where pidfd_open is unavailable
 
     mailbox mailbox_{mailbox::threads::owner_only};
     std::vector<peer_out> out_;
@@ -444,6 +485,8 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     lost_.assign(n, 0);
     cma_to_.assign(n, 0);
     map_to_.assign(n, opts_.use_mapped ? 1 : 0);
+    cannot_help_.assign(n, 0);
+    share_copies_ = opts_.shared_copy_chunk > 0 && !ranks_outnumber_cores(size_);
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
     try {
@@ -509,7 +552,7 @@ void endpoint::setup(bootstrap& boot) {
     for (int r = 0; r < size_; ++r) {
         if (r == rank_ || !opts_.use_cma) continue;
         std::uint64_t word = 0;
-        int e = cma_read(pids_[static_cast<std::size_t>(r)],
+        int e = cma_copy(pids_[static_cast<std::size_t>(r)],
                          std::as_writable_bytes(std::span(&word, 1)),
                          probes[static_cast<std::size_t>(r)]);
         can_read[static_cast<std::size_t>(r)] = e == 0 && word == probe_magic;
@@ -856,6 +899,9 @@ std::size_t endpoint::drain(int src) {
         case cell_type::nack:
             handle_answer(src, h);
             break;
+        case cell_type::share:
+            handle_share(src, h);
+            break;
         }
         store_release(tail_of(src, rank_), ++in.tail);
     }
@@ -953,17 +999,145 @@ const std::byte* endpoint::mapping_of(int src, const mapped_source& m) {
     return in.mappings.back().base;
 }
 
-// Copies a rendezvous message into `into`: from our mapping of its region,
-// else by CMA from its address; 0 or the errno.
-int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into) {
+// Copies bytes [at, at + into.size()) of a rendezvous message into `into`:
+// from our mapping of its region, else by CMA from its address; 0 or the
+// errno.
+int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at) {
     if (r.region && r.region->offset <= r.region->region_bytes &&
-        into.size() <= r.region->region_bytes - r.region->offset) {
+        at + into.size() <= r.region->region_bytes - r.region->offset) {
         if (const std::byte* base = mapping_of(r.source, *r.region)) {
-            copy_bytes(into.data(), base + r.region->offset, into.size());
+            copy_bytes(into.data(), base + r.region->offset + at, into.size());
             return 0;
         }
     }
-    return cma_read(pids_[static_cast<std::size_t>(r.source)], into, r.address);
+    return cma_copy(pids_[static_cast<std::size_t>(r.source)], into, r.address + at);
+}
+
+// Copies a whole rendezvous message into `into`, its sender helping when it
+// may (options::shared_copy_chunk); 0 or the errno. Returns only once the
+// sender no longer writes into `into`.
+int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into) {
+    const std::uint64_t chunk = opts_.shared_copy_chunk;
+    const std::uint64_t total = into.size();
+    if (!share_copies_ || total < 2 * chunk || total / chunk >= front_chunks || !cma_to(r.source) ||
+        !has_space(r.source))
+        return read_from_peer(r, into, 0);
+    share_slot* s = nullptr;
+    std::uint32_t index = 0;
+    for (; index < share_slots; ++index) {
+        auto& candidate = slot(r.source, rank_, index);
+        if (std::atomic_ref(candidate.open).load(std::memory_order_acquire) == 0) {
+            s = &candidate;
+            break;
+        }
+    }
+    if (!s) return read_from_peer(r, into, 0); // earlier offers not yet answered
+    s->claims = 0;
+    s->sender_done = 0;
+    s->sender_failed = 0;
+    std::atomic_ref(s->open).store(1, std::memory_order_release);
+    cell_header offer;
+    offer.type = cell_type::share;
+    offer.token = r.token;
+    offer.offset = reinterpret_cast<std::uintptr_t>(into.data());
+    offer.total = total;
+    offer.length = static_cast<std::uint32_t>(chunk);
+    offer.algorithm = index;
+    write_cell(r.source, offer, nullptr);
+    ring_bell(r.source);
+    ++counters_.copies_shared;
+
+    const std::uint64_t n = (total + chunk - 1) / chunk;
+    auto part = [&](std::uint64_t k) {
+        return into.subspan(k * chunk, std::min(chunk, total - k * chunk));
+    };
+    std::atomic_ref claims(s->claims);
+    int e = 0;
+    std::uint64_t back = 0;
+    for (;;) {
+        auto c = claims.load(std::memory_order_relaxed);
+        const std::uint64_t front = c & front_chunks;
+        back = c >> 32;
+        if (front + back >= n) break;
+        // After a failure, every chunk left is claimed at once: none is
+        // copied, and the sender writes no more.
+        const auto take = e == 0 ? c + 1 : c + (n - front - back);
+        if (!claims.compare_exchange_weak(c, take, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed))
+            continue;
+        if (e == 0) e = read_from_peer(r, part(front), front * chunk);
+    }
+    if (const int lost = await_helper(r, *s, back)) return lost;
+    if (e == 0 && back > 0 && std::atomic_ref(s->sender_failed).load(std::memory_order_acquire))
+        for (auto k = n - back; k < n && e == 0; ++k)
+            e = read_from_peer(r, part(k), k * chunk);
+    return e;
+}
+
+// Waits until the sender finished the `claimed` chunks it took; 0, or ESRCH
+// if it died meanwhile. A chunk takes the sender tens of microseconds, so
+// this spins, then yields, and looks for the sender's death every
+// millisecond.
+int endpoint::await_helper(const rendezvous& r, share_slot& s, std::uint64_t claimed) {
+    std::atomic_ref done(s.sender_done);
+    auto since = std::chrono::steady_clock::now();
+    for (unsigned round = 0; done.load(std::memory_order_acquire) < claimed; ++round) {
+        if (round < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        sched_yield();
+        const auto now = std::chrono::steady_clock::now();
+        if (now - since < std::chrono::milliseconds(1)) continue;
+        since = now;
+        if (kill(pids_[static_cast<std::size_t>(r.source)], 0) != 0 && errno == ESRCH) return ESRCH;
+    }
+    return 0;
+}
+
+// A receiver of a single-copy message of ours offers us a share of the copy:
+// we write chunks from the back into its buffer until we meet its own, then
+// free the slot.
+void endpoint::handle_share(int receiver, const cell_header& h) {
+    if (h.algorithm >= share_slots) return;
+    auto& s = slot(rank_, receiver, h.algorithm);
+    const auto i = static_cast<std::size_t>(receiver);
+    const auto found = awaiting_ack_.find(h.token);
+    if (!cannot_help_[i] && found != awaiting_ack_.end() && found->second.first == receiver &&
+        found->second.second.data.size() == h.total && h.length > 0) {
+        // The bytes are only read (process_vm_writev takes a non-const iovec).
+        const auto data = found->second.second.data;
+        const std::uint64_t chunk = h.length;
+        const std::uint64_t n = (h.total + chunk - 1) / chunk;
+        std::atomic_ref claims(s.claims);
+        std::atomic_ref done(s.sender_done);
+        for (;;) {
+            auto c = claims.load(std::memory_order_relaxed);
+            const std::uint64_t back = c >> 32;
+            if ((c & front_chunks) + back >= n) break;
+            if (!claims.compare_exchange_weak(c, c + (std::uint64_t{1} << 32),
+                                              std::memory_order_acq_rel, std::memory_order_relaxed))
+                continue;
+            const auto k = n - 1 - back;
+            const auto bytes = data.subspan(k * chunk, std::min(chunk, h.total - k * chunk));
+            const int e = cma_copy(pids_[i], {const_cast<std::byte*>(bytes.data()), bytes.size()},
+                                   h.offset + k * chunk, true);
+            if (e != 0) {
+                debug("rank {} cannot write into rank {} by process_vm_writev ({}); it copies "
+                      "alone from now on",
+                      rank_, receiver, errno_text(e));
+                cannot_help_[i] = 1;
+                std::atomic_ref(s.sender_failed).store(1, std::memory_order_relaxed);
+                done.fetch_add(1, std::memory_order_release);
+                break;
+            }
+            done.fetch_add(1, std::memory_order_release);
+            ++counters_.chunks_helped;
+        }
+    }
+    std::atomic_ref(s.open).store(0, std::memory_order_release);
 }
 
 void endpoint::queue_control(int dest, cell_type type, std::uint64_t token) {
@@ -987,7 +1161,7 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
         into = staging;
     }
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
-    const int e = read_from_peer(r, into);
+    const int e = copy_in(r, into);
     if (e == 0) {
         if (!claimed) {
             ++counters_.staged;
@@ -1236,6 +1410,7 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_RING_DEPTH")) opts.ring_depth = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
 }
 
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,

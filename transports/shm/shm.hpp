@@ -49,14 +49,23 @@ struct options {
     // not posted after this long is copied into a staging buffer, so that its
     // sender is released (it may be waiting on its own send before posting).
     std::chrono::microseconds stage_unclaimed_after{2000};
+    // A message read by single copy (process_vm_readv or a mapping) of at
+    // least two chunks of this many bytes is copied by its receiver and its
+    // sender together, when the ranks do not outnumber the cores: the
+    // receiver takes chunks from the front, while the sender, otherwise idle
+    // until the acknowledgement, writes chunks from the back straight into the
+    // receive buffer (process_vm_writev) until they meet. Chunks are claimed
+    // one at a time, so a sender busy elsewhere delays nothing: the receiver
+    // then copies them all. 0: the receiver always copies alone.
+    std::size_t shared_copy_chunk = 128 * 1024;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
 };
 
 // Overrides from the environment, for tuning without a rebuild (a job applies
 // them to its options): TUTTI_SHM_CELL_BYTES, TUTTI_SHM_RING_DEPTH,
-// TUTTI_SHM_CMA_THRESHOLD and TUTTI_SHM_MAPPED_THRESHOLD, each a byte count
-// such as 16384 or 16K. Every
+// TUTTI_SHM_CMA_THRESHOLD, TUTTI_SHM_MAPPED_THRESHOLD and
+// TUTTI_SHM_SHARED_COPY_CHUNK, each a byte count such as 16384 or 16K. Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count is a tutti::error.
 void apply_environment(options& opts);
@@ -69,6 +78,8 @@ struct counters {
     std::uint64_t staged = 0;  // received by single copy into a staging buffer
     std::uint64_t mapped = 0;  // sent from shared memory, copied by the receiver (acknowledged)
     std::uint64_t regions_mapped = 0; // peers' shared regions this rank mapped
+    std::uint64_t copies_shared = 0;  // single-copy receives whose sender was asked to help
+    std::uint64_t chunks_helped = 0;  // chunks this rank wrote into its receivers' buffers
 };
 
 class transport : public tutti::transport {

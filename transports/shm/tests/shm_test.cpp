@@ -136,6 +136,14 @@ void check_all_succeeded(const std::vector<child_outcome>& outcomes) {
     }
 }
 
+// Runs `size` ranks of a fresh job and checks that all of them succeeded
+// and that the job left no segment behind.
+void run_job_and_check(int size, const std::function<void(fork_bootstrap&)>& body) {
+    const auto job = unique_job();
+    check_all_succeeded(run_ranks(size, body, job));
+    CHECK_FALSE(segment_exists(job));
+}
+
 std::byte pattern(std::uint64_t message, std::uint64_t i) {
     return static_cast<std::byte>((message * 131 + i * 7 + (i >> 13)) & 0xff);
 }
@@ -384,6 +392,88 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
         job);
     check_all_succeeded(outcomes);
     CHECK_FALSE(segment_exists(job));
+}
+
+// Rank 0 broadcasts 4 MiB to rank 1 from a private and then a shared buffer
+// until it has helped copy both kinds (a chunk or more each), or
+// `max_rounds`; every round's bytes are checked. Returns how many rounds ran.
+int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator& comm,
+                           int max_rounds) {
+    constexpr std::size_t bytes = 4u << 20;
+    std::vector<std::byte> plain(bytes);
+    shared_vector<std::byte> shared(bytes);
+    int round = 0;
+    std::uint64_t helped_before = t.counters().chunks_helped;
+    std::int64_t kinds_helped = 0; // bit 0: private, bit 1: shared
+    for (; round < max_rounds && kinds_helped != 3; ++round) {
+        const bool from_shared = round % 2 == 1;
+        std::span<std::byte> buffer = from_shared ? std::span<std::byte>(shared) : plain;
+        for (std::size_t i = 0; i < bytes; ++i)
+            buffer[i] = comm.rank() == 0 ? pattern(round, i) : std::byte{0};
+        drive(t, io, broadcast(comm, buffer, root(0), use("binomial")));
+        for (std::size_t i = 0; i < bytes; ++i)
+            if (buffer[i] != pattern(round, i))
+                throw std::runtime_error(fmt::format("round {} ({} buffer): byte {} differs", round,
+                                                     from_shared ? "shared" : "private", i));
+        const auto helped = t.counters().chunks_helped;
+        std::vector<std::int64_t> flag{helped > helped_before ? (from_shared ? 2 : 1) : 0};
+        helped_before = helped;
+        drive(t, io, all_reduce(comm, flag, bit_or));
+        kinds_helped |= flag[0];
+    }
+    return round;
+}
+
+TEST_CASE("shm: a large single-copy message is copied by its receiver and its sender together") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        communicator comm(t);
+        const int rounds = broadcast_until_helped(*t, io, comm, 200);
+        const auto c = t->counters();
+        if (!t->cma_to(1 - t->rank()) || ranks_outnumber_cores(2)) {
+            fmt::print(stderr, "no core for each rank, or no process_vm_readv: copies alone\n");
+            expect(c.copies_shared == 0 && c.chunks_helped == 0,
+                   fmt::format("{} shared copies, {} chunks helped", c.copies_shared,
+                               c.chunks_helped));
+            return;
+        }
+        // The receiver offers every time (the slot of the last message is
+        // free again before its acknowledgement); the root helped both
+        // kinds of buffer before 200 rounds were over.
+        if (t->rank() == 1)
+            expect(c.copies_shared == static_cast<std::uint64_t>(rounds) && rounds < 200,
+                   fmt::format("{} shared copies in {} rounds", c.copies_shared, rounds));
+        else
+            expect(c.chunks_helped > 0 && c.copies_shared == 0 && rounds < 200,
+                   fmt::format("the root helped {} chunks in {} rounds", c.chunks_helped, rounds));
+    });
+}
+
+TEST_CASE("shm: a sender that cannot write into its receiver leaves the copy to the receiver") {
+    for (bool off : {false, true}) {
+        CAPTURE(off);
+        run_job_and_check(2, [off](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            if (off) opts.shared_copy_chunk = 0;
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            // The root's help fails from the first chunk it claims; the
+            // receiver copies that chunk again.
+            if (t->rank() == 0) forbid_system_call(SYS_process_vm_writev);
+            const std::size_t cell = t->cell_bytes() - 64;
+            exchange_sizes(*t, io, {300000, 4u << 20, 5 * cell, 64u << 20});
+            const int rounds = broadcast_until_helped(*t, io, comm, 20);
+            const auto c = t->counters();
+            if (t->rank() == 0)
+                expect(rounds == 20 && c.chunks_helped == 0,
+                       fmt::format("{} chunks helped in {} rounds", c.chunks_helped, rounds));
+            if (off)
+                expect(c.copies_shared == 0 && c.chunks_helped == 0,
+                       "shared copies while turned off");
+        });
+    }
 }
 
 // The receiver can no longer take a peer's shared-memory descriptor.

@@ -269,6 +269,9 @@ TEST_CASE("tcp job: strangers knock on every rank during all_reduces, which stay
     const int me = world.rank();
     const int p = world.size();
     const auto rejected_before = t.counters().rejected_connections;
+    // Every rank has read its count before the stranger knocks (a rank still
+    // in the previous test case would count the knock in rejected_before).
+    tutti::wait(world, barrier(world));
     std::atomic<bool> finished{false};
     std::atomic<int> closed{0};
     std::thread stranger;
