@@ -1019,8 +1019,13 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
 int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into) {
     const std::uint64_t chunk = opts_.shared_copy_chunk;
     const std::uint64_t total = into.size();
+    // A sender that is itself reading a single-copy message of ours (an
+    // exchange) has no time to spare: its help would only contend with us.
+    const bool peer_busy =
+        std::any_of(awaiting_ack_.begin(), awaiting_ack_.end(),
+                    [&](const auto& waiting) { return waiting.second.first == r.source; });
     if (!share_copies_ || total < 2 * chunk || total / chunk >= front_chunks || !cma_to(r.source) ||
-        !has_space(r.source))
+        peer_busy || !has_space(r.source))
         return read_from_peer(r, into, 0);
     share_slot* s = nullptr;
     std::uint32_t index = 0;
