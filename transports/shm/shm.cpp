@@ -1097,7 +1097,15 @@ int endpoint::await_helper(const rendezvous& r, share_slot& s, std::uint64_t cla
         const auto now = std::chrono::steady_clock::now();
         if (now - since < std::chrono::milliseconds(1)) continue;
         since = now;
-        if (kill(pids_[static_cast<std::size_t>(r.source)], 0) != 0 && errno == ESRCH) return ESRCH;
+        // Its pidfd turns readable when it exits (kill(pid, 0) would still
+        // find an exited child its parent has not reaped).
+        auto& pidfd = pidfds_[static_cast<std::size_t>(r.source)];
+        pollfd one{pidfd.fd, POLLIN, 0};
+        const bool exited =
+            pidfd.fd >= 0
+                ? poll(&one, 1, 0) > 0 && (one.revents & (POLLIN | POLLHUP)) != 0
+                : kill(pids_[static_cast<std::size_t>(r.source)], 0) != 0 && errno == ESRCH;
+        if (exited) return ESRCH;
     }
     return 0;
 }
