@@ -419,15 +419,16 @@ tutti::task<void> demo(tutti::communicator world, const tutti::job& job, bool ti
 
     // Which paths the messages took, over every rank.
     const auto c = job.shared_memory().counters();
-    std::vector<std::uint64_t> paths{c.eager, c.chunked, c.cma, c.staged}, total(4);
+    std::vector<std::uint64_t> paths{c.eager, c.chunked, c.cma, c.staged, c.copies_shared},
+        total(paths.size());
     co_await tutti::all_reduce(world, paths, total, tutti::sum);
     std::vector<int> failed{failures}, all_failed(1);
     co_await tutti::all_reduce(world, failed, all_failed, tutti::sum);
     failures = all_failed[0];
     if (world.rank() == 0) {
         fmt::print("\nmessages, all ranks: {} in one cell, {} in chunks of cells, {} by single "
-                   "copy ({} of them staged)\n",
-                   total[0], total[1], total[2], total[3]);
+                   "copy ({} of them staged, {} copied by both ends)\n",
+                   total[0], total[1], total[2], total[3], total[4]);
         if (failures == 0)
             fmt::print("every check passed\n");
         else
