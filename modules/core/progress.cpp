@@ -11,12 +11,6 @@ namespace tutti {
 
 namespace {
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 struct placement {
     int cores = 1;      // the cores the ranks of this machine share
     bool bound = false; // this process may run on one core only
@@ -60,12 +54,12 @@ void backoff::pause(transport& t) {
                                                 : spin_dedicated;
     }
     if (rounds_ % clock_every != 0) {
-        cpu_relax();
+        detail::cpu_relax();
         return;
     }
     const auto idle = clock::now() - idle_since_;
     if (idle < spin_) {
-        cpu_relax();
+        detail::cpu_relax();
         return;
     }
     if (idle < block_after) {

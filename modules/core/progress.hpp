@@ -49,6 +49,13 @@ bool ranks_outnumber_cores(int ranks) noexcept;
 
 namespace detail {
 
+// One round of a spin-wait: tells the core this thread only polls.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 // While it lives, requests completed on this thread whose waiter runs on
 // `context` are not posted to the context but queued here, and resume()
 // runs them. A completion found by polling a transport would otherwise take a

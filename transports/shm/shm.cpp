@@ -437,6 +437,7 @@ private:
     void handle_answer(int src, const cell_header& h);
     bool single_copy(rendezvous& r, bool stage);
     std::size_t retry_unclaimed(bool stage_all);
+    bool exited(int r);
     void check_liveness();
     void lose(int peer, bool clean);
     void fail_all(const std::exception_ptr& failure);
@@ -1021,11 +1022,12 @@ int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into) {
     const std::uint64_t total = into.size();
     // A sender that is itself reading a single-copy message of ours (an
     // exchange) has no time to spare: its help would only contend with us.
-    const bool peer_busy =
-        std::any_of(awaiting_ack_.begin(), awaiting_ack_.end(),
-                    [&](const auto& waiting) { return waiting.second.first == r.source; });
+    const auto peer_busy = [&] {
+        return std::any_of(awaiting_ack_.begin(), awaiting_ack_.end(),
+                           [&](const auto& waiting) { return waiting.second.first == r.source; });
+    };
     if (!share_copies_ || total < 2 * chunk || total / chunk >= front_chunks || !cma_to(r.source) ||
-        peer_busy || !has_space(r.source))
+        peer_busy() || !has_space(r.source))
         return read_from_peer(r, into, 0);
     share_slot* s = nullptr;
     std::uint32_t index = 0;
@@ -1088,24 +1090,14 @@ int endpoint::await_helper(const rendezvous& r, share_slot& s, std::uint64_t cla
     auto since = std::chrono::steady_clock::now();
     for (unsigned round = 0; done.load(std::memory_order_acquire) < claimed; ++round) {
         if (round < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            detail::cpu_relax();
             continue;
         }
         sched_yield();
         const auto now = std::chrono::steady_clock::now();
         if (now - since < std::chrono::milliseconds(1)) continue;
         since = now;
-        // Its pidfd turns readable when it exits (kill(pid, 0) would still
-        // find an exited child its parent has not reaped).
-        auto& pidfd = pidfds_[static_cast<std::size_t>(r.source)];
-        pollfd one{pidfd.fd, POLLIN, 0};
-        const bool exited =
-            pidfd.fd >= 0
-                ? poll(&one, 1, 0) > 0 && (one.revents & (POLLIN | POLLHUP)) != 0
-                : kill(pids_[static_cast<std::size_t>(r.source)], 0) != 0 && errno == ESRCH;
-        if (exited) return ESRCH;
+        if (exited(r.source)) return ESRCH;
     }
     return 0;
 }
@@ -1286,20 +1278,27 @@ void endpoint::await_activity(std::chrono::microseconds limit) {
     check_liveness();
 }
 
+// Whether rank r's process has exited. Its pidfd turns readable then;
+// without one, kill(pid, 0) (which still finds an exited child its parent
+// has not reaped).
+bool endpoint::exited(int r) {
+    auto& p = pidfds_[static_cast<std::size_t>(r)];
+    if (p.fd < 0) return kill(pids_[static_cast<std::size_t>(r)], 0) != 0 && errno == ESRCH;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP)) != 0;
+}
+
 void endpoint::check_liveness() {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_liveness_check_) return;
     next_liveness_check_ = now + opts_.liveness_interval;
-    if (poll(pidfds_.data(), pidfds_.size(), 0) < 0 && errno != EINTR) return;
     std::vector<int> gone;
     for (int r = 0; r < size_; ++r) {
         const auto i = static_cast<std::size_t>(r);
         if (r == rank_ || lost_[i]) continue;
         // A rank that shut its transport down is gone for us even if its
         // process lives on.
-        if (std::atomic_ref(block(r).closed).load(std::memory_order_acquire) != 0 ||
-            (pidfds_[i].fd >= 0 ? (pidfds_[i].revents & (POLLIN | POLLHUP)) != 0
-                                : kill(pids_[i], 0) != 0 && errno == ESRCH))
+        if (std::atomic_ref(block(r).closed).load(std::memory_order_acquire) != 0 || exited(r))
             gone.push_back(r);
     }
     // A crashed rank is the cause; ranks that then closed on purpose (having
