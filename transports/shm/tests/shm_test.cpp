@@ -758,25 +758,36 @@ TEST_CASE("shm: an existing segment of the same name is reported, not reused") {
 }
 
 TEST_CASE("shm: bad options are refused with a clear error") {
-    const auto job = unique_job();
-    auto outcomes = run_ranks(
-        1,
-        [](fork_bootstrap& boot) {
-            asio::io_context io;
-            shm::options opts;
-            opts.cell_bytes = 1000;
-            try {
-                auto t = shm::create_transport(boot, io, opts);
-            } catch (const error& e) {
-                expect(e.code() == errc::invalid_argument &&
-                           std::string(e.what()).find("cell_bytes 1000") != std::string::npos,
-                       fmt::format("unclear error: {}", e.what()));
-                return;
-            }
-            throw std::runtime_error("a cell of 1000 bytes was accepted");
-        },
-        job);
-    check_all_succeeded(outcomes);
+    struct bad_option {
+        const char* what;     // for the failure message
+        shm::options options; // one option out of range
+        const char* named;    // what the error must say
+    };
+    shm::options small_cell, huge_chunk;
+    small_cell.cell_bytes = 1000;
+    huge_chunk.shared_copy_chunk = std::size_t{2} << 30;
+    for (const auto& bad :
+         {bad_option{"a cell of 1000 bytes", small_cell, "cell_bytes 1000"},
+          bad_option{"a shared-copy chunk of 2 GiB", huge_chunk, "shared_copy_chunk 2147483648"}}) {
+        CAPTURE(bad.what);
+        const auto job = unique_job();
+        auto outcomes = run_ranks(
+            1,
+            [&bad](fork_bootstrap& boot) {
+                asio::io_context io;
+                try {
+                    auto t = shm::create_transport(boot, io, bad.options);
+                } catch (const error& e) {
+                    expect(e.code() == errc::invalid_argument &&
+                               std::string(e.what()).find(bad.named) != std::string::npos,
+                           fmt::format("unclear error: {}", e.what()));
+                    return;
+                }
+                throw std::runtime_error(fmt::format("{} was accepted", bad.what));
+            },
+            job);
+        check_all_succeeded(outcomes);
+    }
 }
 
 TEST_CASE("shm: no segment of these tests is left in /dev/shm") {
