@@ -12,6 +12,7 @@ export namespace tutti {
 // runtime and errors
 using tutti::errc;
 using tutti::error;
+using tutti::spawn;
 using tutti::task;
 using tutti::to_string;
 using tutti::wait;

@@ -78,7 +78,7 @@ tally run_counted(int n, const std::function<task<void>(communicator)>& body) {
     for (int r = 0; r < n; ++r) {
         communicator comm(
             std::make_shared<counting_transport>(world->endpoint(r, context), counts));
-        asio::co_spawn(context, body(comm), [&](std::exception_ptr e) {
+        tutti::spawn(context, body(comm), [&](std::exception_ptr e) {
             if (e && !failure) failure = e;
             ++finished;
         });

@@ -163,7 +163,8 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>> task<void> reduce(communicator comm, R& data,
                                                                     Op op, Options... options) {
-    co_await reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    // Not a coroutine: the two-buffer form's task is the call's (a frame less).
+    return reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 template <byte_range In, byte_range Out, class Op, call_option... Options>
@@ -191,7 +192,8 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>> task<void> all_reduce(communicator comm, R& data,
                                                                         Op op, Options... options) {
-    co_await all_reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    // Not a coroutine: the two-buffer form's task is the call's (a frame less).
+    return all_reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 // ---- gather and all_gather ------------------------------------------------
@@ -617,7 +619,8 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>> task<void> scan(communicator comm, R& data, Op op,
                                                                   Options... options) {
-    co_await scan(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    // Not a coroutine: the two-buffer form's task is the call's (a frame less).
+    return scan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 // recv on rank r > 0 gets x0 op ... op x(r-1); rank 0's recv is unchanged.
@@ -645,7 +648,8 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>> task<void> exscan(communicator comm, R& data,
                                                                     Op op, Options... options) {
-    co_await exscan(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    // Not a coroutine: the two-buffer form's task is the call's (a frame less).
+    return exscan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
 
 } // namespace tutti

@@ -1,9 +1,5 @@
 #include "core/progress.hpp"
 
-#include <asio/detail/call_stack.hpp>
-#include <asio/detail/thread_context.hpp>
-#include <asio/detail/thread_info_base.hpp>
-
 #include <sched.h>
 #include <unistd.h>
 
@@ -73,29 +69,12 @@ namespace detail {
 
 namespace {
 thread_local resumption_scope* current_scope = nullptr;
-
-// The key under which the frame cache is pushed on Asio's per-thread call
-// stack; only Asio's allocator looks at the stack's top, and no scheduler
-// mistakes this key for itself.
-struct frame_cache_key : asio::detail::thread_context {};
 } // namespace
-
-struct resumption_scope::frames {
-    using call_stack =
-        asio::detail::call_stack<asio::detail::thread_context, asio::detail::thread_info_base>;
-    static asio::detail::thread_info_base& cache() {
-        thread_local asio::detail::thread_info_base kept;
-        return kept;
-    }
-    frame_cache_key key;
-    call_stack::context on_stack{&key, cache()};
-};
 
 resumption_scope::resumption_scope(asio::io_context& context, transport& polled)
     : context_(context), polled_(polled.needs_polling() ? &polled : nullptr),
       // A peer that shares this core cannot answer while we poll.
-      rounds_(ranks_outnumber_cores(polled.size()) ? 4 : 64), outer_(current_scope),
-      frames_(new frames) {
+      rounds_(ranks_outnumber_cores(polled.size()) ? 4 : 64), outer_(current_scope) {
     current_scope = this;
 }
 
@@ -104,7 +83,6 @@ resumption_scope::~resumption_scope() {
     // Left over only when the loop ended by an exception: Asio runs them.
     for (auto* w : parked_)
         w->resume_and_release();
-    delete frames_;
 }
 
 std::size_t resumption_scope::resume() {

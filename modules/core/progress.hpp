@@ -62,10 +62,6 @@ inline void cpu_relax() noexcept {
 // trip through the io_context's queue (a post, an allocation, a poll) before
 // its coroutine continues; that trip was a third of an 8-byte all_reduce.
 //
-// Coroutines resumed here allocate their frames from a cache kept for the
-// thread: Asio recycles frames only inside its own run or poll calls, and
-// frees its cache when each call returns.
-//
 // It also names the transport the thread polls, so that a coroutine about
 // to suspend on a request polls it a few rounds first: the message it waits
 // for is often only a cache-line transfer away (a peer exchanging with it),
@@ -85,14 +81,12 @@ private:
     friend bool park_for_resumption(asio::io_context&, parked_waiter*) noexcept;
     friend asio::io_context* resumption_context() noexcept;
     friend void poll_before_suspending(const request_state&);
-    struct frames; // Asio's per-thread frame cache, kept for this thread
 
     asio::io_context& context_;
     transport* polled_; // nullptr when it needs no polling
     unsigned rounds_;   // how many rounds before a coroutine suspends
     resumption_scope* outer_;
     std::vector<parked_waiter*> parked_;
-    frames* frames_;
 };
 
 } // namespace detail

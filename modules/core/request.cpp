@@ -47,7 +47,8 @@ bool keep_request_block(void* block, std::size_t bytes) noexcept {
 } // namespace detail
 
 request_state::~request_state() {
-    // Never completed: the suspended coroutine is destroyed, not resumed.
+    // Never completed: the suspended coroutine is never resumed (its frame,
+    // which owns this request, is being destroyed).
     const auto s = state_.load(std::memory_order_acquire);
     if (s != pending_state && s != done_state) reinterpret_cast<waiter*>(s)->release();
 }
@@ -72,21 +73,27 @@ bool request_state::done() const {
     return state_.load(std::memory_order_acquire) == done_state;
 }
 
-task<void> request_state::wait() {
-    if (!done()) detail::poll_before_suspending(*this);
-    if (!done()) {
-        co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-            [this](auto handler) {
-                waiter* w = make_waiter(std::move(handler));
-                auto expected = pending_state;
-                if (!state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(w),
-                                                    std::memory_order_acq_rel,
-                                                    std::memory_order_acquire))
-                    w->resume_and_release(); // completed meanwhile (on another thread)
-            },
-            asio::use_awaitable);
+bool request_state::park(std::coroutine_handle<> coroutine, detail::chain& chain) {
+    auto* w = new (waiter_space_) resume_coroutine(coroutine, chain);
+    auto expected = pending_state;
+    return state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(w),
+                                          std::memory_order_acq_rel, std::memory_order_acquire);
+}
+
+void request_state::resume_coroutine::resume_and_release() {
+    // The coroutines of a rank run on its io_context's own executor; drive()
+    // resumes those itself, without a round through the context's queue.
+    // Anything else (a strand, another context, another thread) is posted.
+    if (auto* context = detail::resumption_context()) {
+        if (auto* own = runs_in.executor.target<asio::io_context::executor_type>();
+            own && &own->context() == context && detail::park_for_resumption(*context, this))
+            return;
     }
-    if (failure_) std::rethrow_exception(failure_);
+    asio::post(runs_in.executor, detail::resume_in_chain(coroutine, runs_in));
+}
+
+void request_state::resume_coroutine::resume_here() {
+    coroutine.resume();
 }
 
 bool request_state::must_wait() const {

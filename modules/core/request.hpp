@@ -12,12 +12,15 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <new>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -29,16 +32,15 @@ class request_state;
 
 namespace detail {
 
-// A coroutine suspended on a request, with the handler that resumes it.
-// Each operation ends the waiter's life.
+// A coroutine suspended on a request. Each operation ends the waiter's life.
 struct parked_waiter {
-    // Resumes through the waiter's executor (asio::post), or hands the
+    // Resumes through the coroutine's executor (asio::post), or hands the
     // waiter to the resumption queue of the thread if that queue runs the
     // same io_context (see resumption_scope in progress.hpp).
     virtual void resume_and_release() = 0;
     // Resumes the coroutine now, on this thread.
     virtual void resume_here() = 0;
-    // Forgets the coroutine: it is destroyed, never resumed.
+    // Forgets the coroutine: it is never resumed.
     virtual void release() = 0;
 
 protected:
@@ -71,66 +73,44 @@ public:
 
     bool done() const;
 
-    // Suspends until complete; rethrows the failure if there was one.
-    task<void> wait();
+    // Suspends the awaiting tutti coroutine until complete; rethrows the
+    // failure if there was one:  co_await r->wait();
+    class awaiter;
+    awaiter wait();
 
-    // The first half of wait() without a coroutine frame of its own:
+    // The first half of wait() without suspending:
     //   if (r->must_wait()) co_await r->wait();
     // Polls the thread's transport a moment if still pending; false when
     // complete (rethrowing its failure, if any), true when the caller must
     // wait. Most sends complete as they are made and most small receives
-    // during the polling, so the frame is seldom needed.
+    // during the polling, so the suspension is seldom needed.
     bool must_wait() const;
 
     // The payload of a receive whose size was not known in advance.
     std::vector<std::byte> take_payload();
 
 private:
-    // The suspended coroutine's completion handler, type-erased. Every
-    // operation ends the waiter's life, so that the state may be gone by the
-    // time the resumed coroutine runs.
-    using waiter = detail::parked_waiter;
-    template <class Handler>
-    struct waiter_for final : waiter {
-        waiter_for(Handler&& h, bool heap) : handler(std::move(h)), on_heap(heap) {}
-        void resume_and_release() override {
-            auto ex = asio::get_associated_executor(handler);
-            // The coroutines of a rank run on its io_context's own executor;
-            // drive() resumes those itself, without a round through the
-            // context's queue. Anything else (a strand, another context) is
-            // posted as Asio would.
-            if (auto* context = detail::resumption_context()) {
-                if (auto* own = ex.template target<asio::io_context::executor_type>();
-                    own && &own->context() == context &&
-                    detail::park_for_resumption(*context, this))
-                    return;
-            }
-            Handler h = std::move(handler);
-            release();
-            asio::post(ex, std::move(h));
-        }
-        void resume_here() override {
-            Handler h = std::move(handler);
-            release();
-            std::move(h)();
-        }
-        void release() override {
-            if (on_heap)
-                delete this;
-            else
-                this->~waiter_for();
-        }
-        Handler handler;
-        bool on_heap;
+    // The suspended coroutine, parked in waiter_space_ until completion.
+    struct resume_coroutine final : detail::parked_waiter {
+        resume_coroutine(std::coroutine_handle<> c, detail::chain& ch)
+            : coroutine(c), runs_in(ch) {}
+        void resume_and_release() override;
+        void resume_here() override;
+        // The frame that awaits owns the request, so a request destroyed
+        // with its waiter parked is being destroyed with that frame: there
+        // is nothing left to free.
+        void release() override {}
+        std::coroutine_handle<> coroutine;
+        detail::chain& runs_in;
     };
-    template <class Handler>
-    waiter* make_waiter(Handler&& handler) {
-        using stored = waiter_for<std::remove_cvref_t<Handler>>;
-        if constexpr (sizeof(stored) <= sizeof(waiter_space_) &&
-                      alignof(stored) <= alignof(std::max_align_t))
-            return new (waiter_space_) stored(std::move(handler), false);
-        else
-            return new stored(std::move(handler), true);
+    using waiter = detail::parked_waiter;
+    static_assert(std::is_trivially_destructible_v<resume_coroutine>);
+
+    // Parks the coroutine; false when the request completed meanwhile (on
+    // another thread) and the coroutine must not suspend.
+    bool park(std::coroutine_handle<> coroutine, detail::chain& chain);
+    void rethrow_failure() const {
+        if (failure_) std::rethrow_exception(failure_);
     }
 
     // First completer wins; failure_ and payload_ are its to write.
@@ -145,8 +125,30 @@ private:
     std::atomic<bool> claimed_{false};
     std::exception_ptr failure_;
     std::vector<std::byte> payload_;
-    alignas(std::max_align_t) std::byte waiter_space_[64];
+    alignas(resume_coroutine) std::byte waiter_space_[sizeof(resume_coroutine)];
 };
+
+class request_state::awaiter {
+public:
+    explicit awaiter(request_state& r) noexcept : request_(r) {}
+    bool await_ready() const {
+        if (!request_.done()) detail::poll_before_suspending(request_);
+        return request_.done();
+    }
+    template <class Promise>
+    requires std::derived_from<Promise, detail::promise_base>
+    bool await_suspend(std::coroutine_handle<Promise> coroutine) {
+        return request_.park(coroutine, coroutine.promise().owner());
+    }
+    void await_resume() const { request_.rethrow_failure(); }
+
+private:
+    request_state& request_;
+};
+
+inline request_state::awaiter request_state::wait() {
+    return awaiter(*this);
+}
 
 using request = std::shared_ptr<request_state>;
 

@@ -27,12 +27,12 @@ T wait(const communicator& comm, task<T> work) {
     using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
     std::optional<stored> result;
     if constexpr (std::is_void_v<T>) {
-        asio::co_spawn(context, std::move(work), [&](std::exception_ptr e) {
+        spawn(context, std::move(work), [&](std::exception_ptr e) {
             failure = e;
             done = true;
         });
     } else {
-        asio::co_spawn(context, std::move(work), [&](std::exception_ptr e, T value) {
+        spawn(context, std::move(work), [&](std::exception_ptr e, T value) {
             failure = e;
             if (!e) result.emplace(std::move(value));
             done = true;

@@ -67,10 +67,18 @@ TEST_CASE("two splits of one parent are independent, even with collectives in fl
         auto a = co_await comm.split(comm.rank() % 2);
         auto b = co_await comm.split(comm.rank() % 2); // same members, new identity
         CHECK(a.id() != b.id());
-        std::vector<int> va{1}, vb{10};
+        std::vector<int> va{1};
         auto executor = co_await asio::this_coro::executor;
-        // Same generation number on both: only the communicator tells them apart.
-        asio::co_spawn(executor, all_reduce(b, vb, sum, generation(1)), asio::detached);
+        // Same generation number on both: only the communicator tells them
+        // apart. The spawned call may outlive this rank's body: it owns its
+        // buffer.
+        spawn(
+            executor,
+            [b, vb = std::make_shared<std::vector<int>>(1, 10)]() -> task<void> {
+                co_await all_reduce(b, *vb, sum, generation(1));
+                CHECK((*vb)[0] == 30);
+            },
+            asio::detached);
         co_await all_reduce(a, va, sum, generation(1));
         CHECK(va[0] == 3);
     });

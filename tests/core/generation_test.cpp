@@ -62,7 +62,7 @@ TEST_CASE("many collectives in flight on one communicator, started in rank-depen
             for (int g : order) {
                 // Every generation runs a different collective with data that
                 // depends on the generation, so a cross-matched message shows.
-                asio::co_spawn(
+                spawn(
                     executor,
                     [comm, g, p, failures, checked]() -> task<void> {
                         const auto gen = generation(static_cast<std::uint64_t>(g));

@@ -31,7 +31,8 @@ errc code_of(const request& r) {
     asio::io_context context;
     errc code = errc::invalid_argument;
     bool failed = false;
-    asio::co_spawn(context, r->wait(), [&](std::exception_ptr e) {
+    auto wait_for = [](request awaited) -> task<void> { co_await awaited->wait(); };
+    spawn(context, wait_for(r), [&](std::exception_ptr e) {
         try {
             if (e) std::rethrow_exception(e);
         } catch (const tutti::error& x) {

@@ -152,7 +152,7 @@ void run(int size, const std::function<task<void>(communicator)>& body) {
     outcomes result;
     for (int r = 0; r < size; ++r) {
         communicator comm(w->endpoint(r, context));
-        asio::co_spawn(context, body(comm),
+        spawn(context, body(comm),
                        [&result, &w, r](std::exception_ptr e) { result.record(*w, r, e); });
     }
     // A suspended rank's completion handler counts as work for Asio, so

@@ -252,9 +252,8 @@ public:
             const auto via = route_to(peer);
             h.key.source = via == route::shm ? local(peer) : peer;
             auto sentinel = via == route::shm ? shm_->irecv_any_size(h) : tcp_->irecv_any_size(h);
-            asio::co_spawn(context_,
-                           watch(std::move(sentinel), state_, via, peer, tcp_.get(), rank_),
-                           asio::detached);
+            spawn(context_, watch(std::move(sentinel), state_, via, peer, tcp_.get(), rank_),
+                  asio::detached);
         }
     }
 
@@ -361,7 +360,7 @@ private:
     request shm_request(request from, bool any_size) {
         auto to = make_request();
         shared_state::track(state_->pending_shm, state_->prune_shm_at, to);
-        asio::co_spawn(context_, forward(std::move(from), to, state_, any_size), asio::detached);
+        spawn(context_, forward(std::move(from), to, state_, any_size), asio::detached);
         return to;
     }
 

@@ -200,21 +200,21 @@ private:
     void enqueue(int dest, outgoing item, bool front = false);
     bool try_write_now(peer& p, outgoing& item);
     void start_writer(int dest);
-    task<void> write_loop(int dest);
+    asio::awaitable<void> write_loop(int dest);
     void send_control(int dest, frame_kind kind, std::vector<std::byte> payload);
 
-    task<void> accept_loop();
-    task<void> greet(socket_ptr socket);
-    task<void> connect_to(int dest);
+    asio::awaitable<void> accept_loop();
+    asio::awaitable<void> greet(socket_ptr socket);
+    asio::awaitable<void> connect_to(int dest);
     void commit(int r, socket_ptr socket);
-    task<void> write_frame(ip::tcp::socket& socket, frame_kind kind,
+    asio::awaitable<void> write_frame(ip::tcp::socket& socket, frame_kind kind,
                            std::span<const std::byte> payload);
-    task<std::vector<std::byte>> read_frame(ip::tcp::socket& socket, frame_kind want,
+    asio::awaitable<std::vector<std::byte>> read_frame(ip::tcp::socket& socket, frame_kind want,
                                             std::size_t payload_bytes);
 
-    task<void> read_loop(int src, socket_ptr socket);
-    task<void> deliver(const message_header& m, std::span<const std::byte> payload);
-    task<std::optional<mailbox::claimed_receive>> claim_or_make_room(const message_header& m);
+    asio::awaitable<void> read_loop(int src, socket_ptr socket);
+    asio::awaitable<void> deliver(const message_header& m, std::span<const std::byte> payload);
+    asio::awaitable<std::optional<mailbox::claimed_receive>> claim_or_make_room(const message_header& m);
     void account_unexpected(const message_header& m);
     void reader_ended(int src, const socket_ptr& socket, std::exception_ptr failure);
 
@@ -437,7 +437,7 @@ void core::start_writer(int dest) {
     asio::co_spawn(context_, write_loop(dest), asio::detached);
 }
 
-task<void> core::write_loop(int dest) {
+asio::awaitable<void> core::write_loop(int dest) {
     auto keep = self();
     auto& p = peer_of(dest);
     auto socket = p.socket;
@@ -486,7 +486,7 @@ void core::send_control(int dest, frame_kind kind, std::vector<std::byte> payloa
 
 // ---------------------------------------------------------- connections
 
-task<void> core::write_frame(ip::tcp::socket& socket, frame_kind kind,
+asio::awaitable<void> core::write_frame(ip::tcp::socket& socket, frame_kind kind,
                              std::span<const std::byte> payload) {
     message_header m;
     m.key.source = rank_;
@@ -497,7 +497,7 @@ task<void> core::write_frame(ip::tcp::socket& socket, frame_kind kind,
     co_await asio::async_write(socket, buffers, asio::use_awaitable);
 }
 
-task<std::vector<std::byte>> core::read_frame(ip::tcp::socket& socket, frame_kind want,
+asio::awaitable<std::vector<std::byte>> core::read_frame(ip::tcp::socket& socket, frame_kind want,
                                               std::size_t payload_bytes) {
     frame_header_bytes raw{};
     co_await asio::async_read(socket, asio::buffer(raw), asio::use_awaitable);
@@ -515,7 +515,7 @@ task<std::vector<std::byte>> core::read_frame(ip::tcp::socket& socket, frame_kin
     co_return payload;
 }
 
-task<void> core::accept_loop() {
+asio::awaitable<void> core::accept_loop() {
     auto keep = self();
     for (;;) {
         asio::error_code ec;
@@ -539,7 +539,7 @@ void core::reject(const std::string& from, const std::string& why) {
 
 // The acceptor's side of the handshake (handshake.hpp). A connection that
 // does not prove the secret within connect_timeout is closed and counted.
-task<void> core::greet(socket_ptr socket) {
+asio::awaitable<void> core::greet(socket_ptr socket) {
     auto keep = self();
     asio::error_code ec;
     const auto remote = socket->remote_endpoint(ec);
@@ -603,7 +603,7 @@ task<void> core::greet(socket_ptr socket) {
 
 // The connector's side: retried until connect_timeout, unless the pair comes
 // up through the peer's own connection meanwhile.
-task<void> core::connect_to(int dest) {
+asio::awaitable<void> core::connect_to(int dest) {
     auto keep = self();
     const auto& where = addresses_[static_cast<std::size_t>(dest)];
     const auto& name = endpoints_[static_cast<std::size_t>(dest)];
@@ -715,7 +715,7 @@ void core::account_unexpected(const message_header& m) {
 // The posted receive for m, or nullopt after making sure the bytes of
 // unclaimed messages stay within max_unexpected_bytes: a reader over the
 // bound waits for receives to be posted (TCP then holds its sender back).
-task<std::optional<mailbox::claimed_receive>> core::claim_or_make_room(const message_header& m) {
+asio::awaitable<std::optional<mailbox::claimed_receive>> core::claim_or_make_room(const message_header& m) {
     for (;;) {
         if (auto claimed = mailbox_.claim(m)) co_return claimed;
         if (unexpected_bytes_ == 0 || unexpected_bytes_ + m.bytes <= opts_.max_unexpected_bytes)
@@ -732,7 +732,7 @@ task<std::optional<mailbox::claimed_receive>> core::claim_or_make_room(const mes
     }
 }
 
-task<void> core::deliver(const message_header& m, std::span<const std::byte> payload) {
+asio::awaitable<void> core::deliver(const message_header& m, std::span<const std::byte> payload) {
     auto claimed = co_await claim_or_make_room(m);
     if (!claimed) {
         account_unexpected(m);
@@ -746,13 +746,13 @@ task<void> core::deliver(const message_header& m, std::span<const std::byte> pay
     }
 }
 
-task<void> core::read_loop(int src, socket_ptr socket) {
+asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
     auto keep = self();
     std::vector<std::byte> buffer(read_buffer_bytes);
     std::size_t begin = 0;
     std::size_t end = 0;
     // Reads until at least `want` bytes are buffered from `begin`.
-    auto fill = [&](std::size_t want) -> task<void> {
+    auto fill = [&](std::size_t want) -> asio::awaitable<void> {
         if (begin + want > buffer.size()) {
             std::memmove(buffer.data(), buffer.data() + begin, end - begin);
             end -= begin;

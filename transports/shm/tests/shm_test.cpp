@@ -54,7 +54,7 @@ void drive(shm::transport& t, asio::io_context& io, task<void> work,
            std::chrono::seconds limit = std::chrono::seconds(60)) {
     bool done = false;
     std::exception_ptr failure;
-    asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
+    spawn(io, std::move(work), [&](std::exception_ptr e) {
         failure = e;
         done = true;
     });

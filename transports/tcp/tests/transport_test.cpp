@@ -61,20 +61,31 @@ private:
     std::string node_ = "here";
 };
 
+// Starts a coroutine of either kind: the tests' raw-socket peers are Asio's,
+// the transport's calls tutti's.
+template <class T, class Handler>
+void start(asio::io_context& io, asio::awaitable<T> work, Handler handler) {
+    asio::co_spawn(io, std::move(work), std::move(handler));
+}
+template <class T, class Handler>
+void start(asio::io_context& io, task<T> work, Handler handler) {
+    spawn(io, std::move(work), std::move(handler));
+}
+
 // Runs the context until the coroutine ends; fails the test after 20 s.
-template <class T>
-T run(asio::io_context& io, task<T> work) {
+template <class Work, class T = typename Work::value_type>
+T run(asio::io_context& io, Work work) {
     using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
     std::optional<stored> result;
     std::exception_ptr failure;
     bool done = false;
     if constexpr (std::is_void_v<T>) {
-        asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
+        start(io, std::move(work), [&](std::exception_ptr e) {
             failure = e;
             done = true;
         });
     } else {
-        asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T value) {
+        start(io, std::move(work), [&](std::exception_ptr e, T value) {
             failure = e;
             if (!e) result.emplace(std::move(value));
             done = true;
@@ -100,7 +111,7 @@ std::string outcome(asio::io_context& io, const request& r, errc expected = errc
     REQUIRE_MESSAGE(r->done(), "the request did not complete within 20 s");
     bool finished = false;
     std::string text;
-    asio::co_spawn(
+    spawn(
         io,
         [](request r, std::string& text, errc expected) -> task<void> {
             try {
@@ -125,11 +136,11 @@ message_header data_header(int source, std::uint64_t bytes, std::uint64_t step =
     return m;
 }
 
-task<void> write_raw(ip::tcp::socket& s, std::vector<std::byte> bytes) {
+asio::awaitable<void> write_raw(ip::tcp::socket& s, std::vector<std::byte> bytes) {
     co_await asio::async_write(s, asio::buffer(bytes), asio::use_awaitable);
 }
 
-task<void> write_frame(ip::tcp::socket& s, tcp::frame_kind kind, message_header m,
+asio::awaitable<void> write_frame(ip::tcp::socket& s, tcp::frame_kind kind, message_header m,
                        std::vector<std::byte> payload) {
     m.bytes = payload.size();
     const auto header = tcp::encode_frame_header({kind, m});
@@ -138,7 +149,7 @@ task<void> write_frame(ip::tcp::socket& s, tcp::frame_kind kind, message_header 
     co_await write_raw(s, std::move(bytes));
 }
 
-task<std::vector<std::byte>> read_payload(ip::tcp::socket& s, tcp::frame_kind want) {
+asio::awaitable<std::vector<std::byte>> read_payload(ip::tcp::socket& s, tcp::frame_kind want) {
     tcp::frame_header_bytes raw{};
     co_await asio::async_read(s, asio::buffer(raw), asio::use_awaitable);
     const auto header = tcp::decode_frame_header(raw, {.max_payload = 1 << 20, .job_size = 3});
@@ -150,7 +161,7 @@ task<std::vector<std::byte>> read_payload(ip::tcp::socket& s, tcp::frame_kind wa
 
 // Connects to the transport; with a secret, proves it as rank `me` and
 // checks the transport's proof. Returns the socket either way.
-task<std::shared_ptr<ip::tcp::socket>> connect(std::string endpoint, const std::string& secret,
+asio::awaitable<std::shared_ptr<ip::tcp::socket>> connect(std::string endpoint, const std::string& secret,
                                                int me = 1, bool handshake = true) {
     auto executor = co_await asio::this_coro::executor;
     auto s = std::make_shared<ip::tcp::socket>(executor);
@@ -179,7 +190,7 @@ task<std::shared_ptr<ip::tcp::socket>> connect(std::string endpoint, const std::
 }
 
 // Reads until the transport closes the connection: true when it did.
-task<bool> closed_by_peer(std::shared_ptr<ip::tcp::socket> s) {
+asio::awaitable<bool> closed_by_peer(std::shared_ptr<ip::tcp::socket> s) {
     std::array<std::byte, 4096> sink{};
     for (;;) {
         asio::error_code ec;
@@ -219,13 +230,13 @@ TEST_CASE("tcp transport: strangers are closed and counted, the real peer gets t
     const std::string wrong(64, 'b');
     CHECK_THROWS_AS(run(io, connect(where, wrong)), std::exception);
     // Garbage.
-    CHECK(run(io, [](std::string where) -> task<bool> {
+    CHECK(run(io, [](std::string where) -> asio::awaitable<bool> {
         auto s = co_await connect(where, "", 1, false);
         co_await write_raw(*s, pattern(200, 3));
         co_return co_await closed_by_peer(s);
     }(where)));
     // A data frame instead of a hello.
-    CHECK(run(io, [](std::string where) -> task<bool> {
+    CHECK(run(io, [](std::string where) -> asio::awaitable<bool> {
         auto s = co_await connect(where, "", 1, false);
         co_await write_frame(*s, tcp::frame_kind::data, data_header(1, 0), pattern(16, 1));
         co_return co_await closed_by_peer(s);
