@@ -82,7 +82,7 @@ resumption_scope::~resumption_scope() {
     current_scope = outer_;
     // Left over only when the loop ended by an exception: Asio runs them.
     for (auto* w : parked_)
-        w->resume_and_release();
+        w->resume_soon();
 }
 
 std::size_t resumption_scope::resume() {

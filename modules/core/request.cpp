@@ -1,62 +1,12 @@
 #include "core/request.hpp"
 
-#include <array>
-
 namespace tutti {
-
-namespace detail {
-
-namespace {
-
-// One thread's recycled blocks. All hold the same type (the shared state of
-// a request), so one size; blocks of another size are not kept.
-struct block_cache {
-    static constexpr std::size_t capacity = 64;
-    std::size_t bytes = 0;
-    std::size_t count = 0;
-    std::array<void*, capacity> blocks{};
-    ~block_cache();
-};
-thread_local block_cache cache;
-// Set once the cache is destroyed at thread exit: requests freed later (by
-// objects destroyed after it) go straight back to the heap.
-thread_local bool cache_gone = false;
-
-block_cache::~block_cache() {
-    for (std::size_t i = 0; i < count; ++i)
-        ::operator delete(blocks[i]);
-    count = 0;
-    cache_gone = true;
-}
-
-} // namespace
-
-void* reuse_request_block(std::size_t bytes) noexcept {
-    if (cache_gone || cache.count == 0 || cache.bytes != bytes) return nullptr;
-    return cache.blocks[--cache.count];
-}
-
-bool keep_request_block(void* block, std::size_t bytes) noexcept {
-    if (cache_gone) return false;
-    if (cache.count == 0) cache.bytes = bytes;
-    if (cache.bytes != bytes || cache.count == block_cache::capacity) return false;
-    cache.blocks[cache.count++] = block;
-    return true;
-}
-
-} // namespace detail
-
-request_state::~request_state() {
-    // Never completed: the suspended coroutine is never resumed (its frame,
-    // which owns this request, is being destroyed).
-    const auto s = state_.load(std::memory_order_acquire);
-    if (s != pending_state && s != done_state) reinterpret_cast<waiter*>(s)->release();
-}
 
 void request_state::publish(std::exception_ptr failure) {
     failure_ = std::move(failure);
     const auto s = state_.exchange(done_state, std::memory_order_acq_rel);
-    if (s != pending_state && s != done_state) reinterpret_cast<waiter*>(s)->resume_and_release();
+    if (s != pending_state && s != done_state)
+        reinterpret_cast<detail::parked_waiter*>(s)->resume_soon();
 }
 
 void request_state::complete(std::exception_ptr failure) {
@@ -74,26 +24,22 @@ bool request_state::done() const {
 }
 
 bool request_state::park(std::coroutine_handle<> coroutine, detail::chain& chain) {
-    auto* w = new (waiter_space_) resume_coroutine(coroutine, chain);
+    waiter_ = {coroutine, &chain};
     auto expected = pending_state;
-    return state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(w),
+    return state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&waiter_),
                                           std::memory_order_acq_rel, std::memory_order_acquire);
 }
 
-void request_state::resume_coroutine::resume_and_release() {
+void detail::parked_waiter::resume_soon() {
     // The coroutines of a rank run on its io_context's own executor; drive()
     // resumes those itself, without a round through the context's queue.
     // Anything else (a strand, another context, another thread) is posted.
-    if (auto* context = detail::resumption_context()) {
-        if (auto* own = runs_in.executor.target<asio::io_context::executor_type>();
-            own && &own->context() == context && detail::park_for_resumption(*context, this))
+    if (auto* context = resumption_context()) {
+        if (auto* own = runs_in->executor.target<asio::io_context::executor_type>();
+            own && &own->context() == context && park_for_resumption(*context, this))
             return;
     }
-    asio::post(runs_in.executor, detail::resume_in_chain(coroutine, runs_in));
-}
-
-void request_state::resume_coroutine::resume_here() {
-    coroutine.resume();
+    asio::post(runs_in->executor, resume_in_chain(coroutine, *runs_in));
 }
 
 bool request_state::must_wait() const {

@@ -3,12 +3,12 @@
 // place where a transport's event meets a suspended coroutine.
 //
 // Every message makes one, so the path costs no heap allocation in steady
-// state: states are recycled through a per-thread free list, and the waiting
-// coroutine's handler is kept inside the state. It takes no lock either: a
+// state: states are recycled through per-thread free lists, and the waiting
+// coroutine is parked inside the state. It takes no lock either: a
 // locked instruction right after a shared-memory send waits until the ring
 // write has crossed to the other core, so each one on this path costs
 // ~100 ns there. Completion claims the state with one exchange and publishes
-// it with another; the waiter parks its handler with one compare-exchange.
+// it with another; the waiter parks its coroutine with one compare-exchange.
 #pragma once
 
 #include <atomic>
@@ -32,19 +32,20 @@ class request_state;
 
 namespace detail {
 
-// A coroutine suspended on a request. Each operation ends the waiter's life.
+// A coroutine suspended on a request, and the chain it runs in. It lives in
+// the request, which the suspended frame owns: a request destroyed with its
+// waiter parked is being destroyed with that frame, and nothing is left to
+// free.
 struct parked_waiter {
-    // Resumes through the coroutine's executor (asio::post), or hands the
+    std::coroutine_handle<> coroutine;
+    chain* runs_in = nullptr;
+
+    // Resumes through the chain's executor (asio::post), or hands the
     // waiter to the resumption queue of the thread if that queue runs the
     // same io_context (see resumption_scope in progress.hpp).
-    virtual void resume_and_release() = 0;
+    void resume_soon();
     // Resumes the coroutine now, on this thread.
-    virtual void resume_here() = 0;
-    // Forgets the coroutine: it is never resumed.
-    virtual void release() = 0;
-
-protected:
-    ~parked_waiter() = default;
+    void resume_here() const { coroutine.resume(); }
 };
 
 // The thread's resumption queue for `context`, or nullptr: waiters whose
@@ -63,7 +64,6 @@ public:
     request_state() = default;
     request_state(const request_state&) = delete;
     request_state& operator=(const request_state&) = delete;
-    ~request_state();
 
     // Marks the request complete and resumes its waiter, if any, on the
     // waiter's own executor. A second completion is ignored, so a transport
@@ -90,22 +90,6 @@ public:
     std::vector<std::byte> take_payload();
 
 private:
-    // The suspended coroutine, parked in waiter_space_ until completion.
-    struct resume_coroutine final : detail::parked_waiter {
-        resume_coroutine(std::coroutine_handle<> c, detail::chain& ch)
-            : coroutine(c), runs_in(ch) {}
-        void resume_and_release() override;
-        void resume_here() override;
-        // The frame that awaits owns the request, so a request destroyed
-        // with its waiter parked is being destroyed with that frame: there
-        // is nothing left to free.
-        void release() override {}
-        std::coroutine_handle<> coroutine;
-        detail::chain& runs_in;
-    };
-    using waiter = detail::parked_waiter;
-    static_assert(std::is_trivially_destructible_v<resume_coroutine>);
-
     // Parks the coroutine; false when the request completed meanwhile (on
     // another thread) and the coroutine must not suspend.
     bool park(std::coroutine_handle<> coroutine, detail::chain& chain);
@@ -125,7 +109,7 @@ private:
     std::atomic<bool> claimed_{false};
     std::exception_ptr failure_;
     std::vector<std::byte> payload_;
-    alignas(resume_coroutine) std::byte waiter_space_[sizeof(resume_coroutine)];
+    detail::parked_waiter waiter_; // the suspended coroutine, until completion
 };
 
 class request_state::awaiter {
@@ -154,13 +138,9 @@ using request = std::shared_ptr<request_state>;
 
 namespace detail {
 
-// Blocks of one size kept for reuse by the thread that freed them (a few
-// dozen at most); nullptr / false when there is none or no room.
-void* reuse_request_block(std::size_t bytes) noexcept;
-bool keep_request_block(void* block, std::size_t bytes) noexcept;
-
 // The allocator make_request gives std::allocate_shared: one block holds the
-// state and its reference counts, and comes from the free list above.
+// state and its reference counts, and comes from the thread's free lists
+// (allocate_block in task.hpp).
 template <class T>
 struct request_allocator {
     using value_type = T;
@@ -169,13 +149,13 @@ struct request_allocator {
     request_allocator(const request_allocator<U>&) noexcept {}
     T* allocate(std::size_t n) {
         static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-        if (n == 1)
-            if (void* block = reuse_request_block(sizeof(T))) return static_cast<T*>(block);
-        return static_cast<T*>(::operator new(n * sizeof(T)));
+        return static_cast<T*>(n == 1 ? allocate_block(sizeof(T)) : ::operator new(n * sizeof(T)));
     }
     void deallocate(T* p, std::size_t n) noexcept {
-        if (n == 1 && keep_request_block(p, sizeof(T))) return;
-        ::operator delete(p);
+        if (n == 1)
+            free_block(p, sizeof(T));
+        else
+            ::operator delete(p);
     }
     template <class U>
     friend bool operator==(const request_allocator&, const request_allocator<U>&) noexcept {

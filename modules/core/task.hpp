@@ -39,10 +39,10 @@ class task;
 
 namespace detail {
 
-// Coroutine frames, from free lists of this thread (by 64-byte size class)
-// before the heap.
-void* allocate_frame(std::size_t bytes);
-void free_frame(void* frame, std::size_t bytes) noexcept;
+// Blocks recycled through free lists of this thread (by 64-byte size class)
+// before the heap: coroutine frames, and the shared states of requests.
+void* allocate_block(std::size_t bytes);
+void free_block(void* block, std::size_t bytes) noexcept;
 
 // What the coroutines of one spawned chain share: the executor they run on,
 // and work counted on it while the chain lives (an io_context's run() returns
@@ -84,9 +84,9 @@ private:
 // The part of a promise every tutti coroutine has.
 class promise_base {
 public:
-    static void* operator new(std::size_t bytes) { return allocate_frame(bytes); }
+    static void* operator new(std::size_t bytes) { return allocate_block(bytes); }
     static void operator delete(void* frame, std::size_t bytes) noexcept {
-        free_frame(frame, bytes);
+        free_block(frame, bytes);
     }
 
     std::suspend_always initial_suspend() noexcept { return {}; }
