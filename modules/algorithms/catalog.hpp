@@ -16,6 +16,7 @@
 #include "algorithms/args.hpp"
 #include "algorithms/restriction.hpp"
 #include "core/call_context.hpp"
+#include "core/message.hpp"
 #include "core/task.hpp"
 
 namespace tutti {
@@ -40,6 +41,8 @@ struct algorithm_info {
     std::vector<restriction> restrictions;
     std::vector<parameter> parameters;
     std::string summary;
+    // Set by the catalog: algorithm_id(name), which messages carry.
+    std::uint32_t id = 0;
     // Set by the catalog: the algorithm<Args> this describes, so that a
     // selection made on infos reaches the typed algorithm without a search.
     const void* entry = nullptr;
@@ -65,6 +68,7 @@ public:
     const algorithm<Args>& add(algorithm<Args> a) {
         std::lock_guard lock(mutex_);
         a.info.kind = Args::kind;
+        a.info.id = algorithm_id(a.info.name);
         check_new_name(a.info);
         auto& stored = table<Args>().emplace_back(std::move(a));
         stored.info.entry = &stored;

@@ -83,7 +83,7 @@ task<std::uint64_t> agree_on_block(const call_context& call, std::uint64_t mine)
 
 template <call_option... Options>
 task<void> barrier(communicator comm, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     auto call = detail::begin_call(comm, collective::barrier, o);
     co_await detail::run_phase(call, 0, barrier_args{},
                                detail::signature_for(collective::barrier, comm, 0), o.algorithm);
@@ -94,7 +94,7 @@ task<void> barrier(communicator comm, Options... options) {
 // The root's data replaces everyone's; same length on every rank.
 template <byte_range R, call_option... Options>
 task<void> broadcast(communicator comm, R& data, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::broadcast, o.root);
     auto call = detail::begin_call(comm, collective::broadcast, o);
     broadcast_args args{writable_bytes_of(data), o.root};
@@ -109,7 +109,7 @@ template <class T, call_option... Options>
 requires(!byte_range<T> && (trivially_copyable<T> ||
                             serializable<T>)) task<void> broadcast(communicator comm, T& value,
                                                                    Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::broadcast, o.root);
     auto call = detail::begin_call(comm, collective::broadcast, o);
     if constexpr (trivially_copyable<T>) {
@@ -141,7 +141,7 @@ requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
         task<void> reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::reduce, o.root);
     const std::size_t count = std::ranges::size(send);
     if (comm.rank() == o.root && std::ranges::size(recv) != count)
@@ -173,7 +173,7 @@ requires operation_for<Op, detail::element_of<In>> &&
         task<void> all_reduce(communicator comm, const In& send, Out& recv, Op op,
                               Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const std::size_t count = std::ranges::size(send);
     if (std::ranges::size(recv) != count)
         detail::count_error(collective::all_reduce,
@@ -202,7 +202,7 @@ requires operation_for<Op, detail::element_of<R>> task<void> all_reduce(communic
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
 gather(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::gather, o.root);
     const std::size_t block = std::ranges::size(send);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -224,7 +224,7 @@ template <class T, call_option... Options>
 requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(communicator comm,
                                                                                const T& value,
                                                                                Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::gather, o.root);
     const auto n = static_cast<std::size_t>(comm.size());
     auto call = detail::begin_call(comm, collective::gather, o);
@@ -259,7 +259,7 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(c
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
 all_gather(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const std::size_t block = std::ranges::size(send);
     const auto n = static_cast<std::size_t>(comm.size());
     if (std::ranges::size(recv) != block * n)
@@ -279,7 +279,7 @@ template <class T, call_option... Options>
 requires(trivially_copyable<T> ||
          serializable<T>) task<std::vector<T>> all_gather(communicator comm, const T& value,
                                                           Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const auto n = static_cast<std::size_t>(comm.size());
     auto call = detail::begin_call(comm, collective::all_gather, o);
     std::vector<T> out(n);
@@ -311,7 +311,7 @@ requires(trivially_copyable<T> ||
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
 scatter(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::scatter, o.root);
     const std::size_t block = std::ranges::size(recv);
     const auto n = static_cast<std::size_t>(comm.size());
@@ -333,7 +333,7 @@ template <class T, call_option... Options>
 requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator comm,
                                                                    const std::vector<T>& values,
                                                                    Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::scatter, o.root);
     const auto n = static_cast<std::size_t>(comm.size());
     const bool at_root = comm.rank() == o.root;
@@ -378,7 +378,7 @@ requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator 
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
 all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const std::size_t count = std::ranges::size(send);
     const auto n = static_cast<std::size_t>(comm.size());
     if (count % n != 0)
@@ -406,7 +406,7 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> all_to_a
         detail::count_error(collective::all_to_all,
                             fmt::format("{} values passed for {} ranks; pass exactly one per rank",
                                         values.size(), n));
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     auto call = detail::begin_call(comm, collective::all_to_all, o);
     std::vector<T> out(n);
     if constexpr (trivially_copyable<T>) {
@@ -442,7 +442,7 @@ requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<vo
 all_to_allv(communicator comm, const In& send, std::span<const std::size_t> send_counts, Out& recv,
             std::span<const std::size_t> recv_counts, Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const auto n = static_cast<std::size_t>(comm.size());
     if (send_counts.size() != n || recv_counts.size() != n)
         detail::count_error(collective::all_to_allv,
@@ -483,7 +483,7 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<std::vector<
         detail::count_error(collective::all_to_allv,
                             fmt::format("{} vectors passed for {} ranks; pass exactly one per rank",
                                         per_peer.size(), n));
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     auto call = detail::begin_call(comm, collective::all_to_allv, o);
     std::vector<std::vector<std::byte>> outgoing(n);
     for (std::size_t j = 0; j < n; ++j) {
@@ -546,7 +546,7 @@ requires operation_for<Op, detail::element_of<In>> &&
         task<void> reduce_scatter(communicator comm, const In& send, Out& recv,
                                   std::span<const std::size_t> counts, Op op, Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const auto n = static_cast<std::size_t>(comm.size());
     if (counts.size() != n)
         detail::count_error(
@@ -600,7 +600,7 @@ requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
         task<void> scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const std::size_t count = std::ranges::size(send);
     if (std::ranges::size(recv) != count)
         detail::count_error(collective::scan,
@@ -629,7 +629,7 @@ requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
         task<void> exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
     using T = detail::element_of<In>;
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     const std::size_t count = std::ranges::size(send);
     if (std::ranges::size(recv) != count)
         detail::count_error(collective::exscan,

@@ -26,10 +26,10 @@ void check_root(const communicator& comm, collective kind, int root) {
                                 to_string(kind), root, comm.size()));
 }
 
-call_signature with_communicator(call_signature signature, const communicator& comm) {
+void add_communicator(call_signature& signature, const communicator& comm) {
     // A hierarchy's top level stands for the nodes (it is the node level in
     // a machine hierarchy); without one, every rank reads as on one node.
-    if (const auto levels = comm.hierarchy()) {
+    if (const auto* levels = comm.hierarchy_view()) {
         signature.has_hierarchy = true;
         if (!levels->flat()) {
             signature.nodes = levels->group_count();
@@ -42,15 +42,14 @@ call_signature with_communicator(call_signature signature, const communicator& c
     const auto& transport = comm.transport();
     signature.transport = transport.name();
     signature.single_copy = transport.capabilities().single_copy;
-    return signature;
 }
 
 template <class Args>
-task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
-                     const call_signature& signature, const algorithm_choice& choice) {
+phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
+                          call_signature shape, const algorithm_choice& choice) {
     // Whatever built the signature, the communicator says where the call
     // runs (the typed front ends do not look).
-    const auto shape = with_communicator(signature, call.comm());
+    add_communicator(shape, call.comm());
     const selection_request request{.forced = choice.name,
                                     .on_fail = choice.on_fail,
                                     .sub_call = choice.sub_call || call.kind() != Args::kind};
@@ -62,33 +61,35 @@ task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
     } else {
         chosen = &choose<Args>(shape, request);
     }
-    co_await chosen->run(call.phase(phase, chosen->info.name), args);
+    return {call, phase, *chosen, args};
 }
 
-template task<void> run_phase(const call_context&, unsigned, const barrier_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const broadcast_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const reduce_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const all_reduce_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const gather_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const scatter_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const all_gather_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const all_to_all_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const all_to_allv_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const reduce_scatter_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const scan_args&,
-                              const call_signature&, const algorithm_choice&);
-template task<void> run_phase(const call_context&, unsigned, const exscan_args&,
-                              const call_signature&, const algorithm_choice&);
+template phase_run<barrier_args> run_phase(const call_context&, unsigned, const barrier_args&,
+                                           call_signature, const algorithm_choice&);
+template phase_run<broadcast_args> run_phase(const call_context&, unsigned, const broadcast_args&,
+                                             call_signature, const algorithm_choice&);
+template phase_run<reduce_args> run_phase(const call_context&, unsigned, const reduce_args&,
+                                          call_signature, const algorithm_choice&);
+template phase_run<all_reduce_args> run_phase(const call_context&, unsigned, const all_reduce_args&,
+                                              call_signature, const algorithm_choice&);
+template phase_run<gather_args> run_phase(const call_context&, unsigned, const gather_args&,
+                                          call_signature, const algorithm_choice&);
+template phase_run<scatter_args> run_phase(const call_context&, unsigned, const scatter_args&,
+                                           call_signature, const algorithm_choice&);
+template phase_run<all_gather_args> run_phase(const call_context&, unsigned, const all_gather_args&,
+                                              call_signature, const algorithm_choice&);
+template phase_run<all_to_all_args> run_phase(const call_context&, unsigned, const all_to_all_args&,
+                                              call_signature, const algorithm_choice&);
+template phase_run<all_to_allv_args> run_phase(const call_context&, unsigned,
+                                               const all_to_allv_args&, call_signature,
+                                               const algorithm_choice&);
+template phase_run<reduce_scatter_args> run_phase(const call_context&, unsigned,
+                                                  const reduce_scatter_args&, call_signature,
+                                                  const algorithm_choice&);
+template phase_run<scan_args> run_phase(const call_context&, unsigned, const scan_args&,
+                                        call_signature, const algorithm_choice&);
+template phase_run<exscan_args> run_phase(const call_context&, unsigned, const exscan_args&,
+                                          call_signature, const algorithm_choice&);
 
 } // namespace tutti::detail
 
@@ -99,7 +100,7 @@ call_signature base(const communicator& comm, collective kind, std::size_t bytes
     return {.kind = kind,
             .comm_size = comm.size(),
             .bytes = bytes,
-            .has_hierarchy = comm.hierarchy() != nullptr};
+            .has_hierarchy = comm.hierarchy_view() != nullptr};
 }
 template <class Args>
 call_signature with_op(const communicator& comm, const Args& a, std::size_t bytes) {

@@ -2,6 +2,7 @@
 // choice of algorithm, and the call context the algorithm sees.
 #pragma once
 
+#include <coroutine>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,14 +72,21 @@ inline void apply_option(call_options& o, const tutti::use& u) {
 inline void apply_option(call_options& o, const tutti::fallback& f) {
     o.algorithm.on_fail = f.mode;
 }
+inline void apply_option(call_options& o, tutti::use&& u) {
+    o.algorithm.name = std::move(u.name);
+}
 inline void apply_option(call_options& o, const call_options& given) {
     o = given;
 }
+inline void apply_option(call_options& o, call_options&& given) {
+    o = std::move(given);
+}
 
-template <call_option... Options>
-call_options make_options(const Options&... options) {
+// The front ends hand over their own copies (moved: no string copied twice).
+template <class... Options>
+requires(call_option<Options>&&...) call_options make_options(Options&&... options) {
     call_options o;
-    (apply_option(o, options), ...);
+    (apply_option(o, std::forward<Options>(options)), ...);
     return o;
 }
 
@@ -88,17 +96,52 @@ call_context begin_call(const communicator& comm, collective kind, const call_op
 // Throws errc::invalid_root unless 0 <= root < size.
 void check_root(const communicator& comm, collective kind, int root);
 
-// Chooses the algorithm for `args` (the named one, checked, or what
-// selection picks) and runs it as part `phase` of the call. A phase of
-// another collective than the call's (an all_reduce inside a gather) is a
-// sub-call: the environment's overrides are for the user's collective.
+// One part of a call, ready to run: the context the chosen algorithm sees
+// and the algorithm's task, which refers to that context. Awaiting it runs
+// the task. It is not a coroutine of its own but an object in the awaiting
+// coroutine's frame: every call runs one or more parts, and a frame per part
+// cost as much as the choice of algorithm. Neither copied nor moved, since
+// the task refers to the context inside it.
 template <class Args>
-task<void> run_phase(const call_context& call, unsigned phase, const Args& args,
-                     const call_signature& signature, const algorithm_choice& choice);
+class [[nodiscard]] phase_run {
+public:
+    // The context is made in place (a copy of one just made would read
+    // what the store buffer still holds, in pieces of other sizes: a stall).
+    phase_run(const call_context& call, unsigned index, const algorithm<Args>& chosen,
+              const Args& args)
+        : context_(call.phase(index, chosen.info.id)), work_(chosen.run(context_, args)) {}
+    phase_run(const phase_run&) = delete;
+    phase_run& operator=(const phase_run&) = delete;
 
-// The signature with what the communicator tells: transport, its
-// capabilities, hierarchy.
-call_signature with_communicator(call_signature signature, const communicator& comm);
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiting) noexcept {
+        return work_.await_suspend(awaiting);
+    }
+    void await_resume() { work_.await_resume(); }
+
+private:
+    call_context context_;
+    task<void> work_;
+};
+
+// Chooses the algorithm for `args` (the named one, checked, or what
+// selection picks) for part `phase` of the call; co_await the result to run
+// it. args must outlive that (a temporary in the co_await expression does).
+// A phase of another collective than the call's (an all_reduce inside a
+// gather) is a sub-call: the environment's overrides are for the user's
+// collective.
+template <class Args>
+phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
+                          call_signature signature, const algorithm_choice& choice);
+
+// Adds to the signature what the communicator tells: transport, its
+// capabilities, hierarchy. In place: every call does it.
+void add_communicator(call_signature& signature, const communicator& comm);
+inline call_signature with_communicator(call_signature signature, const communicator& comm) {
+    add_communicator(signature, comm);
+    return signature;
+}
 
 } // namespace detail
 
@@ -125,7 +168,7 @@ call_signature signature_of(const communicator& comm, const exscan_args& args);
 // never with the environment's overrides (which are for the user's call).
 template <class Args, call_option... Options>
 task<void> run_collective(communicator comm, Args args, Options... options) {
-    auto o = detail::make_options(options...);
+    auto o = detail::make_options(std::move(options)...);
     o.algorithm.sub_call = true;
     auto call = detail::begin_call(comm, Args::kind, o);
     co_await detail::run_phase(call, 0, args, signature_of(comm, args), o.algorithm);

@@ -104,7 +104,20 @@ struct call_signature {
     int nodes = 0;
     bool node_consecutive = true;
 
-    friend bool operator==(const call_signature&, const call_signature&) = default;
+    friend bool operator==(const call_signature& a, const call_signature& b) noexcept {
+        // Every call compares its signature with the last decision's: the
+        // transport's name is the same literal then, so its address is
+        // compared before its text.
+        const bool same_transport = (a.transport.data() == b.transport.data() &&
+                                     a.transport.size() == b.transport.size()) ||
+                                    a.transport == b.transport;
+        return a.kind == b.kind && a.comm_size == b.comm_size && a.bytes == b.bytes &&
+               a.count == b.count && a.has_op == b.has_op && a.commutative == b.commutative &&
+               a.builtin_op == b.builtin_op && a.in_place == b.in_place &&
+               a.equal_counts == b.equal_counts && a.has_hierarchy == b.has_hierarchy &&
+               a.single_copy == b.single_copy && a.ranks_per_node == b.ranks_per_node &&
+               a.nodes == b.nodes && a.node_consecutive == b.node_consecutive && same_transport;
+    }
 };
 
 // True when the restriction holds; cheap, for decision trees on every call.

@@ -1,11 +1,14 @@
 #include "core/call_context.hpp"
 
 #include <exception>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/mailbox.hpp"
 #include "core/message.hpp"
+#include "core/progress.hpp"
 
 namespace tutti {
 
@@ -15,13 +18,17 @@ call_context::call_context(const communicator& comm, std::uint64_t generation, c
       algorithm_(algorithm_id(algorithm)) {}
 
 call_context call_context::phase(unsigned index, std::string_view algorithm) const {
+    return phase(index, algorithm_id(algorithm));
+}
+
+call_context call_context::phase(unsigned index, std::uint32_t algorithm) const {
     // 6 bits per nesting level above the 20 bits of steps: 63 parts per
     // composition, seven levels deep, within the 64-bit step.
     if (index >= 63)
         throw error(errc::invalid_argument,
                     fmt::format("a composition has at most 63 parts, part {} asked", index));
     call_context sub = *this;
-    sub.algorithm_ = algorithm_id(algorithm);
+    sub.algorithm_ = algorithm;
     sub.phase_path_ = phase_path_ * 64 + index + 1;
     if (sub.phase_path_ >= (std::uint64_t{1} << 44))
         throw error(errc::invalid_argument, "compositions nested more than seven levels deep");
@@ -56,14 +63,76 @@ request call_context::irecv_any_size(int peer, std::uint64_t step) const {
     return comm_->transport().irecv_any_size(header(comm_->world_rank(peer), step, 0));
 }
 
-task<void> call_context::send(int peer, std::uint64_t step, std::span<const std::byte> data) const {
-    const auto sent = isend(peer, step, data);
-    if (sent->must_wait()) co_await sent->wait();
+namespace {
+
+// The part of a step that did not complete at once.
+task<void> finish_step(request first, request second, std::exception_ptr failed) {
+    for (auto* pending : {&first, &second}) {
+        if (!*pending) continue;
+        try {
+            co_await (*pending)->wait();
+        } catch (...) {
+            if (!failed) failed = std::current_exception();
+        }
+    }
+    if (failed) std::rethrow_exception(failed);
 }
 
-task<void> call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into) const {
-    const auto received = irecv(peer, step, into);
-    if (received->must_wait()) co_await received->wait();
+// Empties r if it is done (its failure, if any, kept in `failed` unless
+// one is there already).
+void drop_if_done(request& r, std::exception_ptr& failed) {
+    if (!r) return;
+    try {
+        if (r->must_wait()) return;
+    } catch (...) {
+        if (!failed) failed = std::current_exception();
+    }
+    r = {};
+}
+
+} // namespace
+
+message_step::message_step(request first, request second, std::exception_ptr failed) {
+    drop_if_done(first, failed);
+    drop_if_done(second, failed);
+    if (first || second)
+        waiting_.emplace(finish_step(std::move(first), std::move(second), std::move(failed)));
+    else
+        failed_ = std::move(failed);
+}
+
+message_step call_context::send(int peer, std::uint64_t step,
+                                std::span<const std::byte> data) const {
+    return {isend(peer, step, data), {}};
+}
+
+namespace {
+// Receives this small look for their message before posting a receive: the
+// request, its place in the mailbox and its completion cost more than a
+// second copy of a few bytes (the mailbox keeps messages this small inside
+// their entry, see mailbox::kept_inline). Larger ones are posted first, so
+// that the transport copies straight into them.
+constexpr std::size_t receive_now_bytes = mailbox::kept_inline;
+} // namespace
+
+bool call_context::receive_now(const message_header& expected, std::span<std::byte> into) const {
+    using result = transport::try_result;
+    auto& t = comm_->transport();
+    const auto first = t.try_recv(expected, into);
+    if (first != result::not_yet) return first == result::received;
+    // Polled only where this thread polls this very transport.
+    const auto polling = detail::polling_here();
+    if (polling.polled != &t) return false;
+    for (unsigned i = 0; i < polling.rounds; ++i)
+        if (t.progress() > 0 && t.try_recv(expected, into) == result::received) return true;
+    return false;
+}
+
+message_step call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into) const {
+    if (into.size() <= receive_now_bytes &&
+        receive_now(header(comm_->world_rank(peer), step, into.size()), into))
+        return {};
+    return {irecv(peer, step, into), {}};
 }
 
 task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t step) const {
@@ -72,24 +141,21 @@ task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t
     co_return r->take_payload();
 }
 
-task<void> call_context::send_recv(int dest, std::span<const std::byte> data, int source,
-                                   std::span<std::byte> into, std::uint64_t step) const {
-    // wait_all's semantics (both done before a failure is rethrown) without
-    // its coroutine frame: this runs for nearly every message of a collective.
+message_step call_context::send_recv(int dest, std::span<const std::byte> data, int source,
+                                     std::span<std::byte> into, std::uint64_t step) const {
+    if (into.size() <= receive_now_bytes) {
+        // Sent first, so the peer has it while we look for its message.
+        auto sent = isend(dest, step, data);
+        try {
+            if (receive_now(header(comm_->world_rank(source), step, into.size()), into))
+                return {std::move(sent), {}};
+        } catch (...) {
+            return {std::move(sent), {}, std::current_exception()};
+        }
+        return {irecv(source, step, into), std::move(sent)};
+    }
     auto received = irecv(source, step, into);
-    auto sent = isend(dest, step, data);
-    std::exception_ptr failed;
-    try {
-        if (received->must_wait()) co_await received->wait();
-    } catch (...) {
-        failed = std::current_exception();
-    }
-    try {
-        if (sent->must_wait()) co_await sent->wait();
-    } catch (...) {
-        if (!failed) failed = std::current_exception();
-    }
-    if (failed) std::rethrow_exception(failed);
+    return {std::move(received), isend(dest, step, data)};
 }
 
 } // namespace tutti

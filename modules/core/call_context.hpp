@@ -5,8 +5,11 @@
 // generation, so the parts of one call never match each other's messages.
 #pragma once
 
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,6 +20,36 @@
 #include "core/task.hpp"
 
 namespace tutti {
+
+// What call_context's send, recv and send_recv return; co_await it at once.
+// The messages are posted when the call is made. Those that complete
+// meanwhile (a send into a ring with room, a small receive whose message
+// is already here or arrives while the thread polls) cost neither a
+// suspension nor a coroutine frame; only the rest is waited for by a task.
+// Awaiting rethrows a failure once every message of the step is done, so
+// no transport still uses a buffer the caller gives up.
+class [[nodiscard]] message_step {
+public:
+    message_step() = default; // done
+    explicit message_step(std::exception_ptr failed) noexcept : failed_(std::move(failed)) {}
+    // Waits for the requests still pending (either may be empty), then
+    // rethrows `failed`, or else the first failure among them.
+    message_step(request first, request second, std::exception_ptr failed = nullptr);
+
+    bool await_ready() const noexcept { return !waiting_; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiting) noexcept {
+        return waiting_->await_suspend(awaiting);
+    }
+    void await_resume() {
+        if (waiting_) return waiting_->await_resume();
+        if (failed_) std::rethrow_exception(failed_);
+    }
+
+private:
+    std::exception_ptr failed_;
+    std::optional<task<void>> waiting_;
+};
 
 class call_context {
 public:
@@ -39,22 +72,28 @@ public:
 
     // A context for part `index` of a composition, run by `algorithm`.
     call_context phase(unsigned index, std::string_view algorithm) const;
+    // The same with the algorithm's id (algorithm_id of its name, as the
+    // catalog keeps it): a call's phases do not hash a name every time.
+    call_context phase(unsigned index, std::uint32_t algorithm) const;
 
     // Point to point with this call's tags; peers are ranks of comm().
     request isend(int peer, std::uint64_t step, std::span<const std::byte> data) const;
     request irecv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
 
-    task<void> send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
-    task<void> recv(int peer, std::uint64_t step, std::span<std::byte> into) const;
+    message_step send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
+    message_step recv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     task<std::vector<std::byte>> recv_any_size(int peer, std::uint64_t step) const;
     // Sends to one peer and receives from another at once, so two ranks that
     // exchange never wait on each other's send.
-    task<void> send_recv(int dest, std::span<const std::byte> data, int source,
-                         std::span<std::byte> into, std::uint64_t step) const;
+    message_step send_recv(int dest, std::span<const std::byte> data, int source,
+                           std::span<std::byte> into, std::uint64_t step) const;
 
 private:
     message_header header(int world_source, std::uint64_t step, std::size_t bytes) const;
+    // For a small receive: looks for the message without posting a receive,
+    // polling the thread's transport a moment (true: it is in `into`).
+    bool receive_now(const message_header& expected, std::span<std::byte> into) const;
 
     const communicator* comm_;
     int rank_;

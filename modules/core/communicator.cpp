@@ -32,24 +32,6 @@ void require_valid(const void* state) {
 }
 } // namespace
 
-int communicator::rank() const noexcept {
-    return state_ ? state_->rank : -1;
-}
-int communicator::size() const noexcept {
-    return state_ ? state_->size : 0;
-}
-std::uint64_t communicator::id() const noexcept {
-    return state_ ? state_->id : 0;
-}
-tutti::transport& communicator::transport() const noexcept {
-    return *state_->transport;
-}
-
-int communicator::world_rank(int rank) const noexcept {
-    if (state_->world_ranks.empty()) return rank;
-    return state_->world_ranks[static_cast<std::size_t>(rank)];
-}
-
 std::uint64_t communicator::claim_generation(const std::uint64_t* wanted) const {
     require_valid(state_.get());
     std::lock_guard lock(state_->mutex);
@@ -116,7 +98,7 @@ task<communicator> communicator::split(int color, int key) const {
     call_signature signature{
         .kind = collective::all_gather, .comm_size = n, .bytes = all.size() * sizeof(std::int64_t)};
     const auto& gather_all = choose<all_gather_args>(signature, "");
-    co_await gather_all.run(call.phase(0, gather_all.info.name), exchange);
+    co_await gather_all.run(call.phase(0, gather_all.info.id), exchange);
 
     if (color == undefined_color) co_return communicator{};
     std::vector<int> members;

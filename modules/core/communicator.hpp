@@ -31,9 +31,9 @@ public:
     bool valid() const noexcept { return state_ != nullptr; }
     explicit operator bool() const noexcept { return valid(); }
 
-    int rank() const noexcept;
-    int size() const noexcept;
-    std::uint64_t id() const noexcept;
+    int rank() const noexcept { return state_ ? state_->rank : -1; }
+    int size() const noexcept { return state_ ? state_->size : 0; }
+    std::uint64_t id() const noexcept { return state_ ? state_->id : 0; }
 
     // MPI semantics: ranks with equal colour form a new communicator, ordered
     // by key and then by their rank here; undefined_color gives an empty one.
@@ -41,8 +41,12 @@ public:
     task<communicator> split(int color, int key) const;
     task<communicator> split(int color) const { return split(color, rank()); }
 
-    tutti::transport& transport() const noexcept;
-    int world_rank(int rank) const noexcept; // this communicator's rank -> transport's
+    tutti::transport& transport() const noexcept { return *state_->transport; }
+    // This communicator's rank -> the transport's.
+    int world_rank(int rank) const noexcept {
+        return state_->world_ranks.empty() ? rank
+                                           : state_->world_ranks[static_cast<std::size_t>(rank)];
+    }
     asio::io_context& context() const noexcept { return transport().context(); }
 
     // The generation a call uses: the given one (checked) or the next unused.
@@ -52,6 +56,11 @@ public:
 
     // The hierarchy the hierarchical compositions follow; nullptr: none.
     std::shared_ptr<const tutti::hierarchy> hierarchy() const noexcept;
+    // The same without sharing ownership (no reference count touched): for
+    // looking at it during a call, which holds the communicator.
+    const tutti::hierarchy* hierarchy_view() const noexcept {
+        return state_ ? state_->levels.get() : nullptr;
+    }
     // A new communicator of the same ranks, with an identity and generations
     // of its own, carrying `levels`. Local (no message): every rank must call
     // it in the same order on this communicator, as it numbers like split.

@@ -17,7 +17,7 @@ std::string describe(const message_key& key) {
                        key.generation, key.step, key.source);
 }
 
-std::exception_ptr check_match(const message_header& expected, const message_header& arrived,
+std::exception_ptr mismatch_of(const message_header& expected, const message_header& arrived,
                                bool any_size) {
     if (arrived.kind != expected.kind)
         return std::make_exception_ptr(error(
@@ -70,39 +70,49 @@ bool same_message(const message_key& a, const message_key& b) noexcept {
 
 } // namespace
 
-request mailbox::post(const message_header& expected, std::span<std::byte> into, bool any_size) {
-    auto done = make_request();
-    std::unique_lock lock(mutex_);
+mailbox::arrived_match mailbox::match_arrived(const message_header& expected, bool any_size) const {
     auto same_step = std::find_if(arrived_.begin(), arrived_.end(), [&](const auto& m) {
         return same_message(m.header.key, expected.key);
     });
-    if (same_step != arrived_.end()) {
-        if (auto bad = check_match(expected, same_step->header, any_size)) {
-            arrived_.erase(same_step);
-            lock.unlock();
-            done->complete(bad);
-        } else if (any_size) {
-            auto payload = same_step->take();
-            arrived_.erase(same_step);
-            lock.unlock();
-            done->complete_with_payload(std::move(payload));
-        } else {
-            // Copied under the lock: the entry's inline bytes die with it.
-            const auto payload = same_step->payload();
-            copy_bytes(into.data(), payload.data(), payload.size());
-            arrived_.erase(same_step);
-            lock.unlock();
-            done->complete();
-        }
-        return done;
-    }
+    if (same_step != arrived_.end())
+        return {same_step - arrived_.begin(), check_match(expected, same_step->header, any_size)};
     // A message of the same call but another collective will never be
     // followed by ours: report it now instead of waiting.
-    for (const auto& m : arrived_) {
-        if (same_call(m.header.key, expected.key) && m.header.kind != expected.kind) {
-            auto bad = check_match(expected, m.header, true);
+    for (const auto& m : arrived_)
+        if (same_call(m.header.key, expected.key) && m.header.kind != expected.kind)
+            return {-1, check_match(expected, m.header, true)};
+    return {};
+}
+
+request mailbox::post(const message_header& expected, std::span<std::byte> into, bool any_size) {
+    auto done = make_request();
+    std::unique_lock lock(mutex_);
+    if (!arrived_.empty()) {
+        auto found = match_arrived(expected, any_size);
+        if (found.index < 0 && found.mismatch) {
             lock.unlock();
-            done->complete(bad);
+            done->complete(found.mismatch);
+            return done;
+        }
+        if (found.index >= 0) {
+            const auto same_step = arrived_.begin() + found.index;
+            if (found.mismatch) {
+                arrived_.erase(same_step);
+                lock.unlock();
+                done->complete(found.mismatch);
+            } else if (any_size) {
+                auto payload = same_step->take();
+                arrived_.erase(same_step);
+                lock.unlock();
+                done->complete_with_payload(std::move(payload));
+            } else {
+                // Copied under the lock: the entry's inline bytes die with it.
+                const auto payload = same_step->payload();
+                copy_bytes(into.data(), payload.data(), payload.size());
+                arrived_.erase(same_step);
+                lock.unlock();
+                done->complete();
+            }
             return done;
         }
     }
@@ -113,6 +123,26 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
     }
     posted_.push_back({expected, into, any_size, done});
     return done;
+}
+
+bool mailbox::take_arrived(const message_header& expected, std::span<std::byte> into) {
+    std::unique_lock lock(mutex_);
+    if (arrived_.empty()) return false;
+    auto found = match_arrived(expected, false);
+    if (found.index < 0) {
+        if (!found.mismatch) return false;
+        lock.unlock();
+        std::rethrow_exception(found.mismatch);
+    }
+    const auto same_step = arrived_.begin() + found.index;
+    if (!found.mismatch) {
+        const auto payload = same_step->payload();
+        copy_bytes(into.data(), payload.data(), payload.size());
+    }
+    arrived_.erase(same_step);
+    lock.unlock();
+    if (found.mismatch) std::rethrow_exception(found.mismatch);
+    return true;
 }
 
 void mailbox::complete_mismatched(std::unique_lock<optional_mutex>& lock) {
@@ -149,7 +179,7 @@ mailbox::claim_locked(std::unique_lock<optional_mutex>& lock, const message_head
         return std::nullopt;
     }
     lock.unlock();
-    return claimed_receive{r.into, r.any_size, r.done};
+    return claimed_receive{r.into, r.any_size, std::move(r.done)};
 }
 
 template <class Payload>

@@ -39,6 +39,17 @@ public:
 
     request post(const message_header& expected, std::span<std::byte> into, bool any_size);
 
+    // A receive that is never posted: if the message for `expected` has
+    // arrived, copies it into `into` and returns true; false if it has not
+    // (nothing is left behind). Throws the error post()'s request would
+    // fail with for a message that does not fit. A small receive saves the
+    // request this way (see transport::try_recv).
+    bool take_arrived(const message_header& expected, std::span<std::byte> into);
+
+    // Messages up to this size that arrive before their receive are kept
+    // inside their entry, with no allocation.
+    static constexpr std::size_t kept_inline = 64;
+
     // Copies payload straight into a posted receive if one matches, otherwise
     // keeps a copy until the receive is posted.
     void deliver(const message_header& header, std::span<const std::byte> payload);
@@ -79,7 +90,7 @@ private:
     // A message that arrived before its receive: small payloads inline,
     // others in (or moved into) a vector.
     struct arrived_message {
-        static constexpr std::size_t inline_bytes = 64;
+        static constexpr std::size_t inline_bytes = kept_inline;
         message_header header;
         std::vector<std::byte> heap;
         std::array<std::byte, inline_bytes> local;
@@ -114,6 +125,15 @@ private:
 
     std::optional<claimed_receive> claim_locked(std::unique_lock<optional_mutex>& lock,
                                                 const message_header& header);
+    // What arrived_ holds for a receive of `expected` (under the lock): the
+    // message of its step (its index, and the error if it does not fit), a
+    // message of the same call but another collective (index -1 and the
+    // error: ours will never follow it), or nothing (-1, no error).
+    struct arrived_match {
+        std::ptrdiff_t index = -1;
+        std::exception_ptr mismatch;
+    };
+    arrived_match match_arrived(const message_header& expected, bool any_size) const;
     template <class Payload>
     void deliver_any(const message_header& header, Payload&& payload);
     void complete_mismatched(std::unique_lock<optional_mutex>& lock);
@@ -127,8 +147,19 @@ private:
 };
 
 // The error a receive fails with when the arrived header does not fit what
-// it expected; nullptr when it fits.
-std::exception_ptr check_match(const message_header& expected, const message_header& arrived,
+// it expected (nullptr if it does, though check_match looks first).
+std::exception_ptr mismatch_of(const message_header& expected, const message_header& arrived,
                                bool any_size);
+
+// The error a receive fails with when the arrived header does not fit what
+// it expected; nullptr when it fits. Every message is checked: the fitting
+// case is a few comparisons here, inline.
+inline std::exception_ptr check_match(const message_header& expected, const message_header& arrived,
+                                      bool any_size) {
+    if (arrived.kind == expected.kind && arrived.algorithm == expected.algorithm &&
+        (any_size || arrived.bytes == expected.bytes))
+        return nullptr;
+    return mismatch_of(expected, arrived, any_size);
+}
 
 } // namespace tutti

@@ -95,10 +95,15 @@ std::size_t resumption_scope::resume() {
 }
 
 void poll_before_suspending(const request_state& r) {
+    const auto polling = polling_here();
+    for (unsigned i = 0; i < polling.rounds && !r.done(); ++i)
+        polling.polled->progress();
+}
+
+polling_budget polling_here() noexcept {
     auto* scope = current_scope;
-    if (!scope || !scope->polled_) return;
-    for (unsigned i = 0; i < scope->rounds_ && !r.done(); ++i)
-        scope->polled_->progress();
+    if (!scope || !scope->polled_) return {};
+    return {scope->polled_, scope->rounds_};
 }
 
 asio::io_context* resumption_context() noexcept {

@@ -56,6 +56,15 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// The transport this thread's progress loop polls (nullptr: none, or it
+// needs no polling) and how many rounds a coroutine polls it for a message
+// before it suspends or posts a receive.
+struct polling_budget {
+    transport* polled = nullptr;
+    unsigned rounds = 0;
+};
+polling_budget polling_here() noexcept;
+
 // While it lives, requests completed on this thread whose waiter runs on
 // `context` are not posted to the context but queued here, and resume()
 // runs them. A completion found by polling a transport would otherwise take a
@@ -80,7 +89,7 @@ public:
 private:
     friend bool park_for_resumption(asio::io_context&, parked_waiter*) noexcept;
     friend asio::io_context* resumption_context() noexcept;
-    friend void poll_before_suspending(const request_state&);
+    friend polling_budget polling_here() noexcept;
 
     asio::io_context& context_;
     transport* polled_; // nullptr when it needs no polling
@@ -103,14 +112,21 @@ void drive(asio::io_context& context, transport& t, Done done) {
     // rounds only.
     constexpr unsigned context_every = 4;
     unsigned idle_rounds = 0;
-    while (!done()) {
+    // Asking whether the context stopped takes its lock too: asked only
+    // before it is run or polled.
+    auto run_context = [&context](auto how) {
         if (context.stopped()) context.restart();
+        return how(context);
+    };
+    while (!done()) {
         if (!t.needs_polling()) {
-            context.run_one();
+            run_context([](asio::io_context& c) { return c.run_one(); });
             resumptions.resume();
             continue;
         }
-        std::size_t events = idle_rounds % context_every == 0 ? context.poll() : 0;
+        std::size_t events = idle_rounds % context_every == 0
+                                 ? run_context([](asio::io_context& c) { return c.poll(); })
+                                 : 0;
         events += t.progress();
         events += resumptions.resume();
         if (events) {

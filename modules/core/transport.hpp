@@ -45,6 +45,17 @@ public:
     // payload holds it.
     virtual request irecv_any_size(const message_header& expected) = 0;
 
+    // A receive that completes now or never: if the message for `expected`
+    // is already here, copies it into `into` (received), else leaves
+    // nothing posted (not_yet); throws the error irecv's request would fail
+    // with for a message that does not fit. Polled between rounds of
+    // progress(), it lets a small receive skip its request. Transports
+    // without it say unsupported, and their callers post irecv at once.
+    enum class try_result { received, not_yet, unsupported };
+    virtual try_result try_recv(const message_header& /*expected*/, std::span<std::byte> /*into*/) {
+        return try_result::unsupported;
+    }
+
     // For transports that must be polled (shared memory, libfabric queues):
     // moves what is ready and returns how many events it handled. The
     // progress engine calls it from the thread that runs context(), between

@@ -52,7 +52,7 @@ task<void> run_flat(const call_context& ctx, const Args& args, unsigned part = 0
     auto shape = detail::with_communicator(signature_of(ctx.comm(), args), ctx.comm());
     shape.has_hierarchy = false;
     const auto& flat = choose<Args>(shape, std::string_view{});
-    co_await flat.run(ctx.phase(part, flat.info.name), args);
+    co_await flat.run(ctx.phase(part, flat.info.id), args);
 }
 
 // Whether the composition runs flat: a flat hierarchy (the HPX fallback

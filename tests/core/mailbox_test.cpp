@@ -120,6 +120,45 @@ TEST_CASE("another algorithm for the same step fails the receive") {
     CHECK(code_of(r) == errc::mismatched_collective);
 }
 
+TEST_CASE("take_arrived copies a message already here and leaves nothing behind") {
+    mailbox box;
+    std::vector<std::byte> into(3);
+    CHECK_FALSE(box.take_arrived(header(1, 0, 2, 3), into)); // nothing yet, nothing posted
+    CHECK(box.pending().empty());
+    box.deliver(header(1, 1, 2, 3), bytes({7, 8, 9})); // another step
+    CHECK_FALSE(box.take_arrived(header(1, 0, 2, 3), into));
+    box.deliver(header(1, 0, 2, 3), bytes({4, 5, 6}));
+    CHECK(box.take_arrived(header(1, 0, 2, 3), into));
+    CHECK(into == bytes({4, 5, 6}));
+    CHECK_FALSE(box.take_arrived(header(1, 0, 2, 3), into)); // taken once only
+    // The other step's message is still there for its receive.
+    auto r = box.post(header(1, 1, 2, 3), into, false);
+    CHECK(r->done());
+    CHECK(into == bytes({7, 8, 9}));
+}
+
+TEST_CASE("take_arrived throws the mismatch a posted receive would fail with") {
+    auto code_thrown = [](auto&& call) {
+        try {
+            call();
+        } catch (const tutti::error& e) {
+            return e.code();
+        }
+        FAIL("no error thrown");
+        return errc::invalid_argument;
+    };
+    mailbox box;
+    std::vector<std::byte> into(4);
+    box.deliver(header(1, 0, 0, 3), bytes({1, 2, 3}));
+    CHECK(code_thrown([&] { box.take_arrived(header(1, 0, 0, 4), into); }) ==
+          errc::message_size_mismatch);
+    // The message that did not fit is gone, as for a posted receive.
+    CHECK_FALSE(box.take_arrived(header(1, 0, 0, 4), into));
+    box.deliver(header(2, 5, 0, 1, collective::broadcast, "binomial"), bytes({1}));
+    CHECK(code_thrown([&] { box.take_arrived(header(2, 0, 0, 4), into); }) ==
+          errc::mismatched_collective);
+}
+
 TEST_CASE("fail() fails every pending and later receive but keeps queued messages") {
     mailbox box;
     std::vector<std::byte> into(1);

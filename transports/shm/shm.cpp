@@ -329,6 +329,9 @@ public:
     request irecv_any_size(const message_header& expected) override {
         return mailbox_.post(expected, {}, true);
     }
+    try_result try_recv(const message_header& expected, std::span<std::byte> into) override {
+        return mailbox_.take_arrived(expected, into) ? try_result::received : try_result::not_yet;
+    }
     std::size_t progress() override;
     void await_activity(std::chrono::microseconds limit) override;
     bool needs_polling() const noexcept override { return true; }
