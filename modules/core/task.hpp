@@ -1,7 +1,7 @@
 // The coroutine type of every tutti collective, and how one is started.
 //
 // Why a task of tutti's own and not Asio's awaitable: a collective is a chain
-// of nested coroutines (the call, the phase, the algorithm, its send_recv),
+// of nested coroutines (the call, the algorithm, its compositions' parts),
 // and an awaitable pays a trip through Asio's scheduler thread per level on
 // the way in and out, with frames recycled only inside Asio's own run calls.
 // On this machine a loop awaiting a chain of trivial coroutines took 45-80 ns
