@@ -1,7 +1,7 @@
 #include "core/call_context.hpp"
 
+#include <array>
 #include <exception>
-#include <initializer_list>
 
 #include <fmt/format.h>
 
@@ -65,15 +65,13 @@ request call_context::irecv_any_size(int peer, std::uint64_t step) const {
 
 namespace {
 
-// The part of a step that did not complete at once.
-task<void> finish_step(request first, request second, std::exception_ptr failed) {
-    for (auto* pending : {&first, &second}) {
-        if (!*pending) continue;
-        try {
-            co_await (*pending)->wait();
-        } catch (...) {
-            if (!failed) failed = std::current_exception();
-        }
+// The part of a step that did not complete at once: wait_all's semantics,
+// with a failure found earlier taking precedence.
+task<void> finish_step(std::array<request, 2> pending, std::exception_ptr failed) {
+    try {
+        co_await wait_all(pending);
+    } catch (...) {
+        if (!failed) failed = std::current_exception();
     }
     if (failed) std::rethrow_exception(failed);
 }
@@ -95,10 +93,14 @@ void drop_if_done(request& r, std::exception_ptr& failed) {
 message_step::message_step(request first, request second, std::exception_ptr failed) {
     drop_if_done(first, failed);
     drop_if_done(second, failed);
-    if (first || second)
-        waiting_.emplace(finish_step(std::move(first), std::move(second), std::move(failed)));
-    else
+    if (!first && !second) {
         failed_ = std::move(failed);
+        return;
+    }
+    // wait_all takes requests only: one already done stands in for a gap.
+    waiting_.emplace(finish_step({first ? std::move(first) : completed_request(),
+                                  second ? std::move(second) : completed_request()},
+                                 std::move(failed)));
 }
 
 message_step call_context::send(int peer, std::uint64_t step,
