@@ -16,7 +16,9 @@ call_context begin_call(const communicator& comm, collective kind, const call_op
                                 to_string(kind)));
     const auto generation =
         comm.claim_generation(options.generation ? &*options.generation : nullptr);
-    return call_context(comm, generation, kind, "call");
+    // The call itself, before any phase: the id of the name "call".
+    constexpr std::uint32_t whole_call = algorithm_id("call");
+    return call_context(comm, generation, kind, whole_call);
 }
 
 void check_root(const communicator& comm, collective kind, int root) {

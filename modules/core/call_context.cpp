@@ -12,11 +12,6 @@
 
 namespace tutti {
 
-call_context::call_context(const communicator& comm, std::uint64_t generation, collective kind,
-                           std::string_view algorithm)
-    : comm_(&comm), rank_(comm.rank()), size_(comm.size()), generation_(generation), kind_(kind),
-      algorithm_(algorithm_id(algorithm)) {}
-
 call_context call_context::phase(unsigned index, std::string_view algorithm) const {
     return phase(index, algorithm_id(algorithm));
 }
@@ -126,7 +121,7 @@ bool call_context::receive_now(const message_header& expected, std::span<std::by
     const auto polling = detail::polling_here();
     if (polling.polled != &t) return false;
     for (unsigned i = 0; i < polling.rounds; ++i)
-        if (t.progress() > 0 && t.try_recv(expected, into) == result::received) return true;
+        if (t.poll_recv(expected, into) == result::received) return true;
     return false;
 }
 

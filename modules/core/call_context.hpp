@@ -16,6 +16,7 @@
 
 #include "core/collective.hpp"
 #include "core/communicator.hpp"
+#include "core/message.hpp"
 #include "core/request.hpp"
 #include "core/task.hpp"
 
@@ -61,7 +62,13 @@ public:
     // call and lives no longer. Copying a communicator is a reference count,
     // a locked instruction; a call makes several contexts (one per phase).
     call_context(const communicator& comm, std::uint64_t generation, collective kind,
-                 std::string_view algorithm);
+                 std::string_view algorithm)
+        : call_context(comm, generation, kind, algorithm_id(algorithm)) {}
+    // The same with the algorithm's id (algorithm_id of its name).
+    call_context(const communicator& comm, std::uint64_t generation, collective kind,
+                 std::uint32_t algorithm)
+        : comm_(&comm), rank_(comm.rank()), size_(comm.size()), generation_(generation),
+          kind_(kind), algorithm_(algorithm) {}
 
     const communicator& comm() const noexcept { return *comm_; }
     int rank() const noexcept { return rank_; }

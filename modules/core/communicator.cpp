@@ -1,5 +1,7 @@
 #include "core/communicator.hpp"
 
+#include <mutex>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>

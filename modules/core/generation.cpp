@@ -34,8 +34,7 @@ void generation_registry::claim(std::uint64_t wanted) {
     }
 }
 
-std::uint64_t generation_registry::claim_next() {
-    auto next = largest_ + 1;
+std::uint64_t generation_registry::claim_out_of_order(std::uint64_t next) {
     claim(next);
     return next;
 }

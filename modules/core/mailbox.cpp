@@ -182,9 +182,31 @@ mailbox::claim_locked(std::unique_lock<optional_mutex>& lock, const message_head
     return claimed_receive{r.into, r.any_size, std::move(r.done)};
 }
 
+// Gives the awaited receive its message (or the reason it does not fit);
+// true when the message is used up. A message of the same call but another
+// collective fails it too, and stays queued for its own receive.
+bool mailbox::fill_awaited(const message_header& header, std::span<const std::byte> payload) {
+    auto& r = *awaited_;
+    const bool ours = same_message(r.expected.key, header.key);
+    if (ours) {
+        if (auto bad = check_match(r.expected, header, false))
+            r.failed = std::move(bad);
+        else
+            copy_bytes(r.into.data(), payload.data(), payload.size());
+    } else if (same_call(r.expected.key, header.key) && r.expected.kind != header.kind) {
+        r.failed = check_match(r.expected, header, true);
+    } else {
+        return false;
+    }
+    r.done = true;
+    awaited_ = nullptr;
+    return ours;
+}
+
 template <class Payload>
 void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     std::unique_lock lock(mutex_);
+    if (awaited_ && fill_awaited(header, std::span<const std::byte>(payload))) return;
     if (auto claimed = claim_locked(lock, header)) {
         if (claimed->any_size) {
             claimed->done->complete_with_payload(

@@ -46,6 +46,18 @@ public:
     // request this way (see transport::try_recv).
     bool take_arrived(const message_header& expected, std::span<std::byte> into);
 
+    // A receive that waits without being posted (transport::poll_recv):
+    // while it is set, the message for it is copied straight into it, or
+    // its mismatch kept, as it is delivered, instead of being queued for
+    // take_arrived(). One at a time, on the owner's thread only.
+    struct awaited_receive {
+        const message_header& expected;
+        std::span<std::byte> into;
+        bool done = false;
+        std::exception_ptr failed;
+    };
+    void await_here(awaited_receive* receive) noexcept { awaited_ = receive; }
+
     // Messages up to this size that arrive before their receive are kept
     // inside their entry, with no allocation.
     static constexpr std::size_t kept_inline = 64;
@@ -136,6 +148,7 @@ private:
     arrived_match match_arrived(const message_header& expected, bool any_size) const;
     template <class Payload>
     void deliver_any(const message_header& header, Payload&& payload);
+    bool fill_awaited(const message_header& header, std::span<const std::byte> payload);
     void complete_mismatched(std::unique_lock<optional_mutex>& lock);
 
     mutable optional_mutex mutex_;
@@ -144,6 +157,7 @@ private:
     // Receives found not to fit while the lock was held, failed after it.
     std::vector<std::pair<request, std::exception_ptr>> mismatched_;
     std::exception_ptr failure_;
+    awaited_receive* awaited_ = nullptr;
 };
 
 // The error a receive fails with when the arrived header does not fit what

@@ -56,6 +56,15 @@ public:
         return try_result::unsupported;
     }
 
+    // One round of progress() for a receive that is not posted, then
+    // try_recv(). A transport may hand the message over as it arrives
+    // instead of queueing it first (shared memory does, through
+    // mailbox::await_here). Only for transports whose try_recv is supported.
+    virtual try_result poll_recv(const message_header& expected, std::span<std::byte> into) {
+        progress();
+        return try_recv(expected, into);
+    }
+
     // For transports that must be polled (shared memory, libfabric queues):
     // moves what is ready and returns how many events it handled. The
     // progress engine calls it from the thread that runs context(), between

@@ -159,6 +159,64 @@ TEST_CASE("take_arrived throws the mismatch a posted receive would fail with") {
           errc::mismatched_collective);
 }
 
+TEST_CASE("an awaited receive takes its message as it is delivered, and only its own") {
+    mailbox box;
+    std::vector<std::byte> into(3);
+    const auto expected = header(1, 0, 2, 3);
+    mailbox::awaited_receive here{.expected = expected, .into = into, .done = false, .failed = {}};
+    box.await_here(&here);
+    box.deliver(header(1, 1, 2, 3), bytes({7, 8, 9})); // another step: queued
+    CHECK_FALSE(here.done);
+    box.deliver(expected, bytes({4, 5, 6}));
+    CHECK(here.done);
+    CHECK_FALSE(here.failed);
+    CHECK(into == bytes({4, 5, 6}));
+    // Nothing of it was queued, and the mailbox no longer awaits anything:
+    // a second message of the same key is queued for take_arrived.
+    CHECK_FALSE(box.take_arrived(expected, into));
+    box.deliver(expected, bytes({1, 1, 1}));
+    CHECK(box.take_arrived(expected, into));
+    CHECK(into == bytes({1, 1, 1}));
+    auto r = box.post(header(1, 1, 2, 3), into, false);
+    CHECK(r->done());
+    CHECK(into == bytes({7, 8, 9}));
+}
+
+TEST_CASE("an awaited receive keeps the mismatch a posted receive would fail with") {
+    auto code_of_failure = [](const std::exception_ptr& e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const tutti::error& x) {
+            return x.code();
+        }
+        return errc::invalid_argument;
+    };
+    mailbox box;
+    std::vector<std::byte> into(4);
+    const auto expected = header(1, 0, 0, 4);
+    mailbox::awaited_receive wrong_size{
+        .expected = expected, .into = into, .done = false, .failed = {}};
+    box.await_here(&wrong_size);
+    box.deliver(header(1, 0, 0, 3), bytes({1, 2, 3}));
+    REQUIRE(wrong_size.done);
+    REQUIRE(wrong_size.failed);
+    CHECK(code_of_failure(wrong_size.failed) == errc::message_size_mismatch);
+    CHECK_FALSE(box.take_arrived(expected, into)); // used up, as for a posted receive
+
+    // Another collective in the same call: reported, and left for its own receive.
+    const auto theirs = header(2, 5, 0, 1, collective::broadcast, "binomial");
+    const auto ours = header(2, 0, 0, 4);
+    mailbox::awaited_receive other_collective{
+        .expected = ours, .into = into, .done = false, .failed = {}};
+    box.await_here(&other_collective);
+    box.deliver(theirs, bytes({9}));
+    REQUIRE(other_collective.done);
+    CHECK(code_of_failure(other_collective.failed) == errc::mismatched_collective);
+    std::vector<std::byte> one(1);
+    CHECK(box.take_arrived(theirs, one));
+    CHECK(one == bytes({9}));
+}
+
 TEST_CASE("fail() fails every pending and later receive but keeps queued messages") {
     mailbox box;
     std::vector<std::byte> into(1);

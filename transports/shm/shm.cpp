@@ -197,6 +197,12 @@ struct geometry {
     std::size_t cell_bytes = 0;
     std::size_t depth = 0;
 
+    // Cell `index` of a ring is at slot index mod depth. Every message
+    // computes it: with the usual power-of-two depth it is a mask, not a
+    // division.
+    std::size_t slot(std::uint64_t index) const {
+        return std::has_single_bit(depth) ? index & (depth - 1) : index % depth;
+    }
     // The consumer's tail index on a line of its own, then the cells.
     std::size_t ring_bytes() const { return line + depth * cell_bytes; }
     std::size_t rings_offset() const { return round_up(line + ranks * line, 4096); }
@@ -315,7 +321,7 @@ public:
     int size() const noexcept override { return size_; }
     asio::io_context& context() noexcept override { return context_; }
     transport_capabilities capabilities() const noexcept override {
-        bool single = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
+        const bool single = cma_to_any_;
         return {.single_copy = single && opts_.use_cma,
                 .remote_memory_access = false,
                 .latency_us = 0.3,
@@ -332,6 +338,7 @@ public:
     try_result try_recv(const message_header& expected, std::span<std::byte> into) override {
         return mailbox_.take_arrived(expected, into) ? try_result::received : try_result::not_yet;
     }
+    try_result poll_recv(const message_header& expected, std::span<std::byte> into) override;
     std::size_t progress() override;
     void await_activity(std::chrono::microseconds limit) override;
     bool needs_polling() const noexcept override { return true; }
@@ -412,7 +419,7 @@ private:
         return *reinterpret_cast<std::uint64_t*>(ring(src, dst));
     }
     std::byte* cell(int src, int dst, std::uint64_t index) const {
-        return ring(src, dst) + line + (index % geo_.depth) * geo_.cell_bytes;
+        return ring(src, dst) + line + geo_.slot(index) * geo_.cell_bytes;
     }
     std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
     share_slot& slot(int sender, int receiver, std::size_t i) const {
@@ -459,6 +466,7 @@ private:
     std::uint64_t probe_word_ = probe_magic;
     std::vector<pid_t> pids_;
     std::vector<char> cma_to_;      // per destination: it can read our memory
+    bool cma_to_any_ = false;       // some destination can (every call asks)
     std::vector<char> map_to_;      // per destination: it can map our shared regions
     std::vector<char> cannot_help_; // per receiver: writing into its memory failed
     bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
@@ -634,6 +642,7 @@ void endpoint::setup(bootstrap& boot) {
             // Rank r reading rank d's memory lets d send to r by single copy.
             if (d == rank_) cma_to_[static_cast<std::size_t>(r)] = readable;
         }
+        cma_to_any_ = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
         if (r == 0 && !ok) {
             unmap();
             throw error(errc::invalid_argument,
@@ -1209,6 +1218,7 @@ void endpoint::handle_answer(int src, const cell_header& h) {
     }
     debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src, rank_);
     cma_to_[static_cast<std::size_t>(dest)] = 0;
+    cma_to_any_ = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
     map_to_[static_cast<std::size_t>(dest)] = 0;
     s.cma = false;
     s.region.reset();
@@ -1229,6 +1239,23 @@ std::size_t endpoint::retry_unclaimed(bool stage_all) {
         }
     }
     return events;
+}
+
+// The receive waits in the mailbox for this round only, so the message is
+// copied once, from its cell, with no queue entry in between.
+transport::try_result endpoint::poll_recv(const message_header& expected,
+                                          std::span<std::byte> into) {
+    mailbox::awaited_receive here{.expected = expected, .into = into, .done = false, .failed = {}};
+    mailbox_.await_here(&here);
+    try {
+        progress();
+    } catch (...) {
+        mailbox_.await_here(nullptr);
+        throw;
+    }
+    mailbox_.await_here(nullptr);
+    if (here.failed) std::rethrow_exception(here.failed);
+    return here.done ? try_result::received : try_result::not_yet;
 }
 
 std::size_t endpoint::progress() {
