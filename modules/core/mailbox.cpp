@@ -68,6 +68,12 @@ bool same_message(const message_key& a, const message_key& b) noexcept {
     return a.step == b.step && same_call(a, b);
 }
 
+// A message of the receive's own call but of another collective: the
+// receive's message will never follow it, so it is reported at once.
+bool other_collective(const message_header& expected, const message_header& arrived) noexcept {
+    return same_call(expected.key, arrived.key) && expected.kind != arrived.kind;
+}
+
 } // namespace
 
 mailbox::arrived_match mailbox::match_arrived(const message_header& expected, bool any_size) const {
@@ -79,7 +85,7 @@ mailbox::arrived_match mailbox::match_arrived(const message_header& expected, bo
     // A message of the same call but another collective will never be
     // followed by ours: report it now instead of waiting.
     for (const auto& m : arrived_)
-        if (same_call(m.header.key, expected.key) && m.header.kind != expected.kind)
+        if (other_collective(expected, m.header))
             return {-1, check_match(expected, m.header, true)};
     return {};
 }
@@ -193,7 +199,7 @@ bool mailbox::fill_awaited(const message_header& header, std::span<const std::by
             r.failed = std::move(bad);
         else
             copy_bytes(r.into.data(), payload.data(), payload.size());
-    } else if (same_call(r.expected.key, header.key) && r.expected.kind != header.kind) {
+    } else if (other_collective(r.expected, header)) {
         r.failed = check_match(r.expected, header, true);
     } else {
         return false;
@@ -219,7 +225,7 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     // Nobody waits for it yet. A receive of the same call waiting for another
     // collective will never be matched: fail it now rather than hang.
     for (auto it = posted_.begin(); it != posted_.end();) {
-        if (same_call(it->expected.key, header.key) && it->expected.kind != header.kind) {
+        if (other_collective(it->expected, header)) {
             mismatched_.push_back({it->done, check_match(it->expected, header, true)});
             it = posted_.erase(it);
         } else {

@@ -451,6 +451,10 @@ private:
     void check_liveness();
     void lose(int peer, bool clean);
     void fail_all(const std::exception_ptr& failure);
+    // Recounts cma_to_any_ after cma_to_ changed.
+    void note_single_copy() {
+        cma_to_any_ = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
+    }
     void queue_control(int dest, cell_type type, std::uint64_t token);
 
     int rank_ = 0;
@@ -642,7 +646,6 @@ void endpoint::setup(bootstrap& boot) {
             // Rank r reading rank d's memory lets d send to r by single copy.
             if (d == rank_) cma_to_[static_cast<std::size_t>(r)] = readable;
         }
-        cma_to_any_ = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
         if (r == 0 && !ok) {
             unmap();
             throw error(errc::invalid_argument,
@@ -650,6 +653,7 @@ void endpoint::setup(bootstrap& boot) {
                                    : fmt::format("rank 0 could not set up shared memory: {}", why));
         }
     }
+    note_single_copy();
 
     // 3: the others map it; then rank 0 removes the name.
     if (rank_ != 0) {
@@ -1218,7 +1222,7 @@ void endpoint::handle_answer(int src, const cell_header& h) {
     }
     debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src, rank_);
     cma_to_[static_cast<std::size_t>(dest)] = 0;
-    cma_to_any_ = std::any_of(cma_to_.begin(), cma_to_.end(), [](char c) { return c != 0; });
+    note_single_copy();
     map_to_[static_cast<std::size_t>(dest)] = 0;
     s.cma = false;
     s.region.reset();
