@@ -22,6 +22,14 @@ namespace tutti::algorithms_detail {
 
 // Copies unless the data is already there (in place); memmove where a send
 // buffer overlaps the receive buffer without starting at the same byte.
+// Keeps a send's request only while it is pending (call_context::start_send
+// gives an empty one for a send done at once): a round whose sends all left
+// at once neither allocates nor waits (`if (!sends.empty())` before
+// wait_all).
+inline void keep_pending(std::vector<request>& sends, request sent) {
+    if (sent) sends.push_back(std::move(sent));
+}
+
 inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t bytes) {
     if (!bytes || to == from) return;
     if (to < from + bytes && from < to + bytes)

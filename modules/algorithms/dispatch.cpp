@@ -46,24 +46,99 @@ void add_communicator(call_signature& signature, const communicator& comm) {
     signature.single_copy = transport.capabilities().single_copy;
 }
 
+namespace {
+
+// The signature's part that its builder gives (the rest, which
+// add_communicator fills in, is the same on every call on one communicator
+// but for the transport's capability, compared on its own).
+bool same_arguments(const call_signature& a, const call_signature& b) noexcept {
+    return a.bytes == b.bytes && a.count == b.count && a.kind == b.kind &&
+           a.comm_size == b.comm_size && a.has_op == b.has_op && a.commutative == b.commutative &&
+           a.builtin_op == b.builtin_op && a.in_place == b.in_place &&
+           a.equal_counts == b.equal_counts && a.nodes == b.nodes &&
+           a.ranks_per_node == b.ranks_per_node && a.node_consecutive == b.node_consecutive;
+}
+
+// A thread's last choice for one argument type: a loop of identical calls
+// (the usual shape of a program) is served without completing the
+// signature or consulting selection. Keyed by the communicator's serial,
+// which no other communicator of the process ever has, and by the token of
+// the selection that chose, which a reload replaces. Constant-initialized
+// and trivially destroyed: no thread_local guard.
 template <class Args>
-phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
-                          call_signature shape, const algorithm_choice& choice) {
+struct remembered_choice {
+    std::uint64_t communicator = 0; // serial; 0: nothing remembered
+    std::uintptr_t selection = 0;
+    call_signature arguments;
+    bool single_copy = false;
+    bool sub_call = false;
+    std::optional<fallback_mode> on_fail;
+    bool named = false; // the choice named the algorithm chosen
+    const algorithm<Args>* chosen = nullptr;
+
+    bool holds_for(std::uint64_t serial, std::uintptr_t token, const call_signature& shape,
+                   bool copy_once, const selection_request& request, bool named_now) const {
+        return communicator == serial && selection == token && single_copy == copy_once &&
+               sub_call == request.sub_call && named == named_now && on_fail == request.on_fail &&
+               same_arguments(arguments, shape) &&
+               (!named_now || chosen->info.name == request.forced);
+    }
+};
+
+template <class Args>
+thread_local remembered_choice<Args> last_choice;
+
+// The choice when none is remembered: the signature completed, selection
+// asked (and its explanation printed when asked for), the choice kept for
+// the next call. Out of line, so that a remembered choice costs no more
+// than its comparison.
+template <class Args>
+[[gnu::noinline]] const algorithm<Args>&
+decide(const communicator& comm, call_signature shape, const selection_request& request, bool named,
+       bool single_copy, std::uintptr_t token, bool print) {
+    const auto arguments = shape;
     // Whatever built the signature, the communicator says where the call
     // runs (the typed front ends do not look).
-    add_communicator(shape, call.comm());
-    const selection_request request{.forced = choice.name,
-                                    .on_fail = choice.on_fail,
-                                    .sub_call = choice.sub_call || call.kind() != Args::kind};
+    add_communicator(shape, comm);
     const algorithm<Args>* chosen = nullptr;
     if (selection_debug()) {
         selection_explanation why;
         chosen = &choose<Args>(shape, request, &why);
-        if (call.rank() == 0) print_explanation_once(why);
+        if (print) print_explanation_once(why);
     } else {
         chosen = &choose<Args>(shape, request);
     }
-    return {call, phase, *chosen, args};
+    // A named algorithm that fell back is decided again next time, so that
+    // its note is given (or its error thrown) as selection says.
+    if (token && (!named || chosen->info.name == request.forced))
+        last_choice<Args> = {.communicator = comm.serial(),
+                             .selection = token,
+                             .arguments = arguments,
+                             .single_copy = single_copy,
+                             .sub_call = request.sub_call,
+                             .on_fail = request.on_fail,
+                             .named = named,
+                             .chosen = chosen};
+    return *chosen;
+}
+
+} // namespace
+
+template <class Args>
+phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
+                          call_signature shape, const algorithm_choice& choice) {
+    const auto& comm = call.comm();
+    const selection_request request{.forced = choice.name,
+                                    .on_fail = choice.on_fail,
+                                    .sub_call = choice.sub_call || call.kind() != Args::kind};
+    const bool named = !choice.name.empty() && choice.name != "auto";
+    const bool single_copy = comm.transport().capabilities().single_copy;
+    const auto token = selection_token();
+    const auto& last = last_choice<Args>;
+    if (token && last.holds_for(comm.serial(), token, shape, single_copy, request, named))
+        return {call, phase, *last.chosen, args};
+    return {call, phase,
+            decide<Args>(comm, shape, request, named, single_copy, token, call.rank() == 0), args};
 }
 
 template phase_run<barrier_args> run_phase(const call_context&, unsigned, const barrier_args&,

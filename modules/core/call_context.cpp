@@ -16,33 +16,16 @@ call_context call_context::phase(unsigned index, std::string_view algorithm) con
     return phase(index, algorithm_id(algorithm));
 }
 
-call_context call_context::phase(unsigned index, std::uint32_t algorithm) const {
-    // 6 bits per nesting level above the 20 bits of steps: 63 parts per
-    // composition, seven levels deep, within the 64-bit step.
+void call_context::phase_out_of_range(unsigned index) {
     if (index >= 63)
         throw error(errc::invalid_argument,
                     fmt::format("a composition has at most 63 parts, part {} asked", index));
-    call_context sub = *this;
-    sub.algorithm_ = algorithm;
-    sub.phase_path_ = phase_path_ * 64 + index + 1;
-    if (sub.phase_path_ >= (std::uint64_t{1} << 44))
-        throw error(errc::invalid_argument, "compositions nested more than seven levels deep");
-    return sub;
+    throw error(errc::invalid_argument, "compositions nested more than seven levels deep");
 }
 
-message_header call_context::header(int world_source, std::uint64_t step, std::size_t bytes) const {
-    if (step >= max_steps)
-        throw error(errc::invalid_argument,
-                    fmt::format("algorithm step {} is beyond the limit {}", step, max_steps));
-    message_header h;
-    h.key.communicator = comm_->id();
-    h.key.generation = generation_;
-    h.key.step = (phase_path_ << 20) | step;
-    h.key.source = world_source;
-    h.kind = kind_;
-    h.algorithm = algorithm_;
-    h.bytes = bytes;
-    return h;
+void call_context::step_out_of_range(std::uint64_t step) {
+    throw error(errc::invalid_argument,
+                fmt::format("algorithm step {} is beyond the limit {}", step, max_steps));
 }
 
 request call_context::isend(int peer, std::uint64_t step, std::span<const std::byte> data) const {
@@ -98,9 +81,20 @@ message_step::message_step(request first, request second, std::exception_ptr fai
                                  std::move(failed)));
 }
 
+request call_context::start_send(int peer, std::uint64_t step,
+                                       std::span<const std::byte> data) const {
+    auto& t = comm_->transport();
+    const auto h = header(t.rank(), step, data.size());
+    const int dest = comm_->world_rank(peer);
+    if (t.try_send(dest, h, data)) return {};
+    return t.isend(dest, h, data);
+}
+
 message_step call_context::send(int peer, std::uint64_t step,
                                 std::span<const std::byte> data) const {
-    return {isend(peer, step, data), {}};
+    auto sent = start_send(peer, step, data);
+    if (!sent) return {};
+    return {std::move(sent), {}};
 }
 
 namespace {
@@ -142,17 +136,19 @@ message_step call_context::send_recv(int dest, std::span<const std::byte> data, 
                                      std::span<std::byte> into, std::uint64_t step) const {
     if (into.size() <= receive_now_bytes) {
         // Sent first, so the peer has it while we look for its message.
-        auto sent = isend(dest, step, data);
+        auto sent = start_send(dest, step, data);
         try {
-            if (receive_now(header(comm_->world_rank(source), step, into.size()), into))
+            if (receive_now(header(comm_->world_rank(source), step, into.size()), into)) {
+                if (!sent) return {};
                 return {std::move(sent), {}};
+            }
         } catch (...) {
             return {std::move(sent), {}, std::current_exception()};
         }
         return {irecv(source, step, into), std::move(sent)};
     }
     auto received = irecv(source, step, into);
-    return {std::move(received), isend(dest, step, data)};
+    return {std::move(received), start_send(dest, step, data)};
 }
 
 } // namespace tutti

@@ -81,10 +81,23 @@ public:
     call_context phase(unsigned index, std::string_view algorithm) const;
     // The same with the algorithm's id (algorithm_id of its name, as the
     // catalog keeps it): a call's phases do not hash a name every time.
-    call_context phase(unsigned index, std::uint32_t algorithm) const;
+    call_context phase(unsigned index, std::uint32_t algorithm) const {
+        // 6 bits per nesting level above the 20 bits of steps: 63 parts per
+        // composition, seven levels deep, within the 64-bit step. Inline:
+        // every call makes one.
+        call_context sub = *this;
+        sub.algorithm_ = algorithm;
+        sub.phase_path_ = phase_path_ * 64 + index + 1;
+        if (index >= 63 || sub.phase_path_ >= (std::uint64_t{1} << 44)) phase_out_of_range(index);
+        return sub;
+    }
 
     // Point to point with this call's tags; peers are ranks of comm().
     request isend(int peer, std::uint64_t step, std::span<const std::byte> data) const;
+    // As isend, but a send the transport completes at once (try_send) gives
+    // an empty request, and makes none: algorithms that post several sends
+    // keep only the pending ones, and wait only if there are any.
+    request start_send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
     request irecv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
 
@@ -97,7 +110,21 @@ public:
                            std::span<std::byte> into, std::uint64_t step) const;
 
 private:
-    message_header header(int world_source, std::uint64_t step, std::size_t bytes) const;
+    [[noreturn]] static void phase_out_of_range(unsigned index);
+    // Inline: every message of every call makes one.
+    message_header header(int world_source, std::uint64_t step, std::size_t bytes) const {
+        if (step >= max_steps) step_out_of_range(step);
+        message_header h;
+        h.key.communicator = comm_->id();
+        h.key.generation = generation_;
+        h.key.step = (phase_path_ << 20) | step;
+        h.key.source = world_source;
+        h.kind = kind_;
+        h.algorithm = algorithm_;
+        h.bytes = bytes;
+        return h;
+    }
+    [[noreturn]] static void step_out_of_range(std::uint64_t step);
     // For a small receive: looks for the message without posting a receive,
     // polling the thread's transport a moment (true: it is in `into`).
     bool receive_now(const message_header& expected, std::span<std::byte> into) const;

@@ -25,12 +25,21 @@ communicator::communicator(std::shared_ptr<tutti::transport> transport, std::uin
     state_ = std::move(s);
 }
 
+std::uint64_t communicator::next_serial() noexcept {
+    static std::atomic<std::uint64_t> made{0};
+    return made.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 namespace {
+[[noreturn]] void empty_communicator() {
+    throw error(errc::invalid_argument,
+                "this communicator is empty (a split with undefined_color gives one); it has "
+                "no ranks to talk to");
+}
+// Inline, the throw out of line: every call checks.
 void require_valid(const void* state) {
-    if (!state)
-        throw error(errc::invalid_argument,
-                    "this communicator is empty (a split with undefined_color gives one); it has "
-                    "no ranks to talk to");
+    if (!state) [[unlikely]]
+        empty_communicator();
 }
 } // namespace
 

@@ -35,6 +35,10 @@ public:
     int rank() const noexcept { return state_ ? state_->rank : -1; }
     int size() const noexcept { return state_ ? state_->size : 0; }
     std::uint64_t id() const noexcept { return state_ ? state_->id : 0; }
+    // Unlike id(), never the same for two communicators of this process, not
+    // even for one made after another is gone: what a thread's memory of its
+    // earlier calls on a communicator is keyed by. 0 for an empty one.
+    std::uint64_t serial() const noexcept { return state_ ? state_->serial : 0; }
 
     // MPI semantics: ranks with equal colour form a new communicator, ordered
     // by key and then by their rank here; undefined_color gives an empty one.
@@ -88,9 +92,11 @@ private:
         std::atomic_flag taken_;
     };
 
+    static std::uint64_t next_serial() noexcept;
     struct state {
         std::shared_ptr<tutti::transport> transport;
         std::uint64_t id = 0;
+        std::uint64_t serial = next_serial();
         int rank = 0;
         int size = 0;
         std::vector<int> world_ranks; // empty: identity mapping

@@ -10,7 +10,9 @@ namespace {
 // One thread's free blocks, by size class of 64 bytes. A collective's chain
 // holds a handful of frames of a few sizes and a few requests, alive one call
 // at a time, so a few per class cover the steady state; larger blocks go to
-// the heap.
+// the heap. Constant-initialized and trivially destroyed, so that every
+// allocation reaches it without a thread_local guard; the blocks it keeps
+// are freed at thread exit by its owner, made when the first one is kept.
 struct block_cache {
     static constexpr std::size_t granule = 64;
     static constexpr std::size_t classes = 48; // blocks up to 3 KiB
@@ -20,19 +22,21 @@ struct block_cache {
         std::array<void*, per_class> blocks{};
     };
     std::array<free_list, classes> lists{};
-    ~block_cache();
+    bool owned = false; // its owner exists
+    bool gone = false;  // its owner freed the blocks: later ones go to the heap
 };
-thread_local block_cache cache;
-// Set once the cache is destroyed at thread exit: blocks freed later go
-// straight back to the heap.
-thread_local bool cache_gone = false;
+constinit thread_local block_cache cache;
 
-block_cache::~block_cache() {
-    for (auto& list : lists)
-        for (std::size_t i = 0; i < list.count; ++i)
-            ::operator delete(list.blocks[i]);
-    cache_gone = true;
-}
+struct block_cache_owner {
+    ~block_cache_owner() {
+        for (auto& list : cache.lists)
+            for (std::size_t i = 0; i < list.count; ++i)
+                ::operator delete(list.blocks[i]);
+        cache.gone = true;
+    }
+    void adopt() noexcept { cache.owned = true; }
+};
+thread_local block_cache_owner cache_owner;
 
 std::size_t size_class(std::size_t bytes) noexcept {
     return (bytes + block_cache::granule - 1) / block_cache::granule;
@@ -55,7 +59,7 @@ constexpr bool keep_blocks = true;
 
 void* allocate_block(std::size_t bytes) {
     const auto c = size_class(bytes);
-    if (keep_blocks && c < block_cache::classes && !cache_gone) {
+    if (keep_blocks && c < block_cache::classes && !cache.gone) {
         auto& list = cache.lists[c];
         if (list.count) return list.blocks[--list.count];
     }
@@ -65,7 +69,8 @@ void* allocate_block(std::size_t bytes) {
 
 void free_block(void* block, std::size_t bytes) noexcept {
     const auto c = size_class(bytes);
-    if (keep_blocks && c < block_cache::classes && !cache_gone) {
+    if (keep_blocks && c < block_cache::classes && !cache.gone) {
+        if (!cache.owned) cache_owner.adopt();
         auto& list = cache.lists[c];
         if (list.count < block_cache::per_class) {
             list.blocks[list.count++] = block;

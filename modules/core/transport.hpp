@@ -36,6 +36,15 @@ public:
     virtual request isend(int dest, const message_header& header,
                           std::span<const std::byte> data) = 0;
 
+    // Sends as isend does if the whole message can leave at once (into a
+    // ring with room, say): true then, and it is sent; false, and nothing
+    // was sent (the caller sends with isend, which reports a failure). A
+    // send done this way costs no request. Transports without it say false.
+    virtual bool try_send(int /*dest*/, const message_header& /*header*/,
+                          std::span<const std::byte> /*data*/) {
+        return false;
+    }
+
     // Receives exactly into.size() bytes for the given key and source. A
     // message of another length, or of another collective or algorithm for
     // the same step, fails the request with a tutti::error that says so.

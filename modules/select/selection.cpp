@@ -337,6 +337,12 @@ bool selection_debug() {
     return state().debug;
 }
 
+std::uintptr_t selection_token() noexcept {
+    // Replaced states stay alive until exit: an address is never reused.
+    const auto* s = current.load(std::memory_order_acquire);
+    return s && !s->debug ? reinterpret_cast<std::uintptr_t>(s) : 0;
+}
+
 void print_explanation_once(const selection_explanation& why) {
     const auto text = why.text();
     {

@@ -23,6 +23,7 @@
 // distinct decision's explanation on stderr.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,11 @@ void reload_selection();
 
 // Whether TUTTI_SELECTION_DEBUG or TUTTI_DEBUG asks for explanations.
 bool selection_debug();
+// The selection in use, as a token that changes whenever it is replaced
+// (reload_selection): a decision remembered under one token holds while it
+// lasts. 0 while none is loaded, or while decisions are explained (each
+// must be made, to be printed): then nothing may be remembered.
+std::uintptr_t selection_token() noexcept;
 // Prints the explanation on stderr unless the same text was printed before.
 void print_explanation_once(const selection_explanation& why);
 

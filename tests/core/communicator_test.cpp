@@ -1,5 +1,7 @@
 // Communicators: split with MPI semantics, collectives on the parts, and
 // independence of parts in flight together.
+#include <algorithm>
+
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -82,4 +84,22 @@ TEST_CASE("two splits of one parent are independent, even with collectives in fl
         co_await all_reduce(a, va, sum, generation(1));
         CHECK(va[0] == 3);
     });
+}
+
+TEST_CASE("a communicator's serial is never another's, not even one made after it is gone") {
+    std::vector<std::uint64_t> seen;
+    for (int round = 0; round < 3; ++round)
+        inproc::run(2, [&seen](communicator comm) -> task<void> {
+            auto part = co_await comm.split(0);
+            auto alone = co_await comm.split(comm.rank());
+            auto leaving = co_await comm.split(undefined_color);
+            CHECK(leaving.serial() == 0);
+            if (comm.rank() == 0)
+                for (const auto& c : {comm, part, alone, comm.with_hierarchy(nullptr)})
+                    seen.push_back(c.serial());
+        });
+    REQUIRE(seen.size() == 12);
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    CHECK(seen.front() != 0);
 }

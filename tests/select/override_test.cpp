@@ -2,6 +2,7 @@
 // (environment and per call), and that an override reaches the user's call
 // but never the sub-collectives a composition issues.
 #include <atomic>
+#include <memory>
 
 #include "select_support.hpp"
 
@@ -175,6 +176,77 @@ TEST_CASE("overrides do not recurse into a composition's sub-collectives") {
         CHECK(select_algorithm(s, {.sub_call = true}).name == "recursive_doubling");
         // A composition may still name an algorithm for its sub-step in code.
         CHECK(select_algorithm(s, {.forced = "probe", .sub_call = true}).name == "probe");
+    }
+}
+
+// A thread remembers its last choice for each kind of call on a
+// communicator (dispatch.cpp); these change what the choice must be between
+// two calls of the same shape on the same communicator.
+TEST_CASE("a remembered choice does not outlive what it was chosen under") {
+    SUBCASE("a reload of the environment reaches the next call") {
+        probe_runs = 0;
+        std::unique_ptr<scoped_env> env;
+        inproc::run(4, [&env](communicator comm) -> task<void> {
+            co_await sum_ranks(comm); // the trees' choice, remembered
+            co_await barrier(comm);
+            if (comm.rank() == 0)
+                env.reset(new scoped_env{{"TUTTI_ALL_REDUCE_ALGORITHM", "probe"}});
+            co_await barrier(comm);
+            co_await sum_ranks(comm); // the override
+            co_await barrier(comm);
+            if (comm.rank() == 0) env.reset();
+            co_await barrier(comm);
+            co_await sum_ranks(comm); // the trees' choice again
+        });
+        CHECK(probe_runs == 4);
+    }
+    SUBCASE("named and automatic calls alternate") {
+        probe_runs = 0;
+        inproc::run(4, [](communicator comm) -> task<void> {
+            for (int i = 0; i < 3; ++i) {
+                std::vector<std::int64_t> v(3, comm.rank() + 1);
+                co_await all_reduce(comm, v, sum, use("probe"));
+                for (auto x : v)
+                    if (x != 10) throw tutti::error(errc::invalid_argument, "wrong sum");
+                co_await sum_ranks(comm);
+            }
+        });
+        CHECK(probe_runs == 12);
+    }
+    SUBCASE("a user's call and the same call issued as a sub-call alternate") {
+        scoped_env env{{"TUTTI_ALL_REDUCE_ALGORITHM", "probe"}};
+        probe_runs = 0;
+        inproc::run(4, [](communicator comm) -> task<void> {
+            const auto op = erase_operation<std::int64_t>(sum);
+            for (int i = 0; i < 3; ++i) {
+                co_await sum_ranks(comm); // the override: probe
+                std::vector<std::int64_t> in(3, comm.rank() + 1), out(3, 0);
+                co_await run_collective(
+                    comm, all_reduce_args{std::as_bytes(std::span(in)),
+                                          std::as_writable_bytes(std::span(out)), 3, &op});
+                for (auto x : out)
+                    if (x != 10) throw tutti::error(errc::invalid_argument, "wrong sub-call sum");
+            }
+        });
+        CHECK(probe_runs == 12);
+    }
+    SUBCASE("a communicator with a hierarchy and its flat parent alternate") {
+        // The parent cannot run the composition and falls back to flat, where
+        // the forced algorithm runs; the hierarchy runs the composition, whose
+        // sub-calls choose with the trees.
+        scoped_env env{{"TUTTI_ALL_REDUCE_COMPOSITION", "hierarchical"},
+                       {"TUTTI_ALL_REDUCE_ALGORITHM", "probe"},
+                       {"TUTTI_COLL_FALLBACK", "silent"}};
+        probe_runs = 0;
+        inproc::run(6, [](communicator comm) -> task<void> {
+            auto tree =
+                co_await make_arity_hierarchy(comm, {.arity = 2, .flat_fallback_threshold = 0});
+            for (int i = 0; i < 3; ++i) {
+                co_await sum_ranks(comm);
+                co_await sum_ranks(tree);
+            }
+        });
+        CHECK(probe_runs == 18);
     }
 }
 

@@ -329,6 +329,7 @@ public:
     }
 
     request isend(int dest, const message_header& header, std::span<const std::byte> data) override;
+    bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         return mailbox_.post(expected, into, false);
     }
@@ -432,6 +433,14 @@ private:
     }
 
     void setup(bootstrap& boot);
+    // Throws errc::invalid_argument for a rank outside the world (inline:
+    // every send checks).
+    void check_destination(int dest) const {
+        if (dest < 0 || dest >= size_) [[unlikely]]
+            outside_the_world(dest);
+    }
+    [[noreturn]] void outside_the_world(int dest) const;
+    bool write_now(int dest, const message_header& header, std::span<const std::byte> data);
     bool has_space(int dest);
     void write_cell(int dest, const cell_header& h, const std::byte* payload);
     void ring_bell(int peer);
@@ -765,10 +774,45 @@ message_header message_of(const cell_header& h) {
     return m;
 }
 
+void endpoint::outside_the_world(int dest) const {
+    throw error(errc::invalid_argument,
+                fmt::format("send to rank {} outside the world of {}", dest, size_));
+}
+
+// Most messages: one cell, nothing queued ahead of it, room in the ring. It
+// is written now and the send is complete before it returns, with no queue
+// entry and no request of its own.
+bool endpoint::write_now(int dest, const message_header& header, std::span<const std::byte> data) {
+    auto& o = out_[static_cast<std::size_t>(dest)];
+    if (data.size() > payload_capacity() || !o.sends.empty() || !o.control.empty() ||
+        !has_space(dest))
+        return false;
+    auto h = header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
+    h.total = data.size();
+    h.length = static_cast<std::uint32_t>(data.size());
+    write_cell(dest, h, data.data());
+    ++counters_.eager;
+    ring_bell(dest);
+    return true;
+}
+
+bool endpoint::try_send(int dest, const message_header& header, std::span<const std::byte> data) {
+    check_destination(dest);
+    if (dest == rank_) {
+        mailbox_.deliver(header, data);
+        return true;
+    }
+    const auto d = static_cast<std::size_t>(dest);
+    // A lost peer's failure, and a message that may go by single copy, are
+    // isend's to handle.
+    if (lost_[d] || (data.size() >= opts_.mapped_threshold && map_to_[d]) ||
+        (data.size() >= opts_.cma_threshold && cma_to(dest)))
+        return false;
+    return write_now(dest, header, data);
+}
+
 request endpoint::isend(int dest, const message_header& header, std::span<const std::byte> data) {
-    if (dest < 0 || dest >= size_)
-        throw error(errc::invalid_argument,
-                    fmt::format("send to rank {} outside the world of {}", dest, size_));
+    check_destination(dest);
     if (dest == rank_) {
         mailbox_.deliver(header, data);
         return completed_request();
@@ -780,29 +824,15 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
                                                pids_[static_cast<std::size_t>(dest)]))));
         return done;
     }
-    auto& o = out_[static_cast<std::size_t>(dest)];
     // A shared send buffer is read by the receiver through its own mapping.
     std::optional<shared_region_ref> region;
     if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
     const bool cma = !region && cma_to(dest) && data.size() >= opts_.cma_threshold;
-    // Most messages: one cell, nothing queued ahead of it, room in the ring.
-    // It is written now and the send is complete before it returns, with no
-    // queue entry and no request of its own.
-    if (!cma && !region && o.sends.empty() && o.control.empty() &&
-        data.size() <= payload_capacity() && has_space(dest)) {
-        auto h =
-            header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
-        h.total = data.size();
-        h.length = static_cast<std::uint32_t>(data.size());
-        write_cell(dest, h, data.data());
-        ++counters_.eager;
-        ring_bell(dest);
-        return completed_request();
-    }
+    if (!cma && !region && write_now(dest, header, data)) return completed_request();
     auto done = make_request();
-    o.sends.push_back({header, data, done, 0, cma, region});
-    if (o.sends.size() == 1) pump(dest);
+    out_[static_cast<std::size_t>(dest)].sends.push_back({header, data, done, 0, cma, region});
+    if (out_[static_cast<std::size_t>(dest)].sends.size() == 1) pump(dest);
     return done;
 }
 

@@ -34,8 +34,8 @@ task<void> binomial(const call_context& ctx, const broadcast_args& a) {
 
     std::vector<request> sends;
     for (int mask = limit / 2; mask > 0; mask /= 2)
-        if (vr + mask < p) sends.push_back(ctx.isend(actual(vr + mask), 0, a.buffer));
-    co_await wait_all(sends);
+        if (vr + mask < p) keep_pending(sends, ctx.start_send(actual(vr + mask), 0, a.buffer));
+    if (!sends.empty()) co_await wait_all(sends);
 }
 
 const bool registered = register_algorithm<broadcast_args>({

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const broadcast_args& a) {
     const int p = ctx.size();
@@ -24,10 +27,9 @@ task<void> linear(const call_context& ctx, const broadcast_args& a) {
         co_return;
     }
     std::vector<request> sends;
-    sends.reserve(static_cast<std::size_t>(p - 1));
     for (int peer = 0; peer < p; ++peer)
-        if (peer != a.root) sends.push_back(ctx.isend(peer, 0, a.buffer));
-    co_await wait_all(sends);
+        if (peer != a.root) keep_pending(sends, ctx.start_send(peer, 0, a.buffer));
+    if (!sends.empty()) co_await wait_all(sends);
 }
 
 const bool registered = register_algorithm<broadcast_args>({

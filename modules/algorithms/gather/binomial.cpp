@@ -73,11 +73,12 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
     if (vr == 0) co_return;
 
     const int parent = actual(vr - limit);
-    std::vector<request> sends{ctx.isend(parent, own_block_step, a.send)};
+    std::vector<request> sends;
+    keep_pending(sends, ctx.start_send(parent, own_block_step, a.send));
     std::uint64_t step = first_rest_step;
     for (auto [lo, hi] : parts(vr + 1, end))
-        sends.push_back(ctx.isend(parent, step++, place(lo, hi - lo)));
-    co_await wait_all(sends);
+        keep_pending(sends, ctx.start_send(parent, step++, place(lo, hi - lo)));
+    if (!sends.empty()) co_await wait_all(sends);
 }
 
 const bool registered = register_algorithm<gather_args>({

@@ -78,12 +78,12 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
         const int child = vr + mask;
         if (child >= p) continue;
         const int child_end = std::min(child + mask, p);
-        sends.push_back(ctx.isend(actual(child), own_block_step, place(child, 1)));
+        keep_pending(sends, ctx.start_send(actual(child), own_block_step, place(child, 1)));
         std::uint64_t step = first_rest_step;
         for (auto [lo, hi] : parts(child + 1, child_end))
-            sends.push_back(ctx.isend(actual(child), step++, place(lo, hi - lo)));
+            keep_pending(sends, ctx.start_send(actual(child), step++, place(lo, hi - lo)));
     }
-    co_await wait_all(sends);
+    if (!sends.empty()) co_await wait_all(sends);
 }
 
 const bool registered = register_algorithm<scatter_args>({

@@ -31,10 +31,9 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
     const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
     copy_unless_same(a.recv.data(), at(a.root).data(), block);
     std::vector<request> sends;
-    sends.reserve(static_cast<std::size_t>(p - 1));
     for (int peer = 0; peer < p; ++peer)
-        if (peer != a.root) sends.push_back(ctx.isend(peer, 0, at(peer)));
-    co_await wait_all(sends);
+        if (peer != a.root) keep_pending(sends, ctx.start_send(peer, 0, at(peer)));
+    if (!sends.empty()) co_await wait_all(sends);
 }
 
 const bool registered = register_algorithm<scatter_args>({

@@ -588,6 +588,68 @@ TEST_CASE("shm: a receiver that cannot map reads shared buffers by CMA, or else 
     }
 }
 
+TEST_CASE("shm: try_send writes a message at once or sends nothing") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        const std::size_t depth = t->ring_depth();
+        const std::size_t too_big = t->cell_bytes(); // more than a cell's payload
+        std::vector<std::uint64_t> word(1);
+        if (t->rank() == 0) {
+            try {
+                t->try_send(2, header_for(0, 0, 8), std::as_bytes(std::span(word)));
+                throw std::runtime_error("a send to rank 2 of 2 was accepted");
+            } catch (const tutti::error& e) {
+                expect(e.code() == errc::invalid_argument, "rank 2 of 2: not invalid_argument");
+            }
+            // To itself: delivered to its own mailbox at once.
+            word[0] = 4242;
+            expect(t->try_send(0, header_for(0, 5, 8), std::as_bytes(std::span(word))),
+                   "a send to itself was not done at once");
+            std::vector<std::uint64_t> own(1);
+            expect(t->try_recv(header_for(0, 5, 8), std::as_writable_bytes(std::span(own))) ==
+                           transport::try_result::received &&
+                       own[0] == 4242,
+                   "the send to itself did not arrive");
+            // Larger than a cell: refused, and nothing is sent.
+            std::vector<std::byte> big(too_big, std::byte{1});
+            expect(!t->try_send(1, header_for(0, 999, too_big), big),
+                   "a message larger than a cell was sent at once");
+            // Until the ring is full: each at once; then refused.
+            const auto eager = t->counters().eager;
+            std::size_t sent = 0;
+            for (; sent <= depth; ++sent) {
+                word[0] = 1000 + sent;
+                if (!t->try_send(1, header_for(0, sent, 8), std::as_bytes(std::span(word)))) break;
+            }
+            expect(sent == depth, fmt::format("{} sent at once into a ring of {}", sent, depth));
+            expect(t->counters().eager == eager + depth, "the eager count is off");
+            // isend queues what try_send refused, behind the ring's messages.
+            word[0] = 1000 + depth;
+            auto queued = t->isend(1, header_for(0, depth, 8), std::as_bytes(std::span(word)));
+            boot.barrier();
+            drive(*t, io, [&]() -> task<void> { co_await queued->wait(); }());
+            boot.barrier();
+        } else {
+            boot.barrier();
+            for (std::size_t m = 0; m <= depth; ++m) {
+                std::vector<std::uint64_t> got(1, 0);
+                drive(*t, io, [&]() -> task<void> {
+                    co_await t->irecv(header_for(0, m, 8), std::as_writable_bytes(std::span(got)))
+                        ->wait();
+                }());
+                expect(got[0] == 1000 + m, fmt::format("message {} holds {}", m, got[0]));
+            }
+            // Everything rank 0 sent before its last message has arrived: the
+            // refused one is not among it.
+            std::vector<std::byte> big(too_big);
+            expect(t->try_recv(header_for(0, 999, too_big), big) == transport::try_result::not_yet,
+                   "the refused message arrived");
+            boot.barrier();
+        }
+    });
+}
+
 TEST_CASE("shm: a rank that closes its transport early does not disturb the others") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
