@@ -82,7 +82,7 @@ message_step::message_step(request first, request second, std::exception_ptr fai
 }
 
 request call_context::start_send(int peer, std::uint64_t step,
-                                       std::span<const std::byte> data) const {
+                                 std::span<const std::byte> data) const {
     auto& t = comm_->transport();
     const auto h = header(t.rank(), step, data.size());
     const int dest = comm_->world_rank(peer);
