@@ -48,17 +48,6 @@ void add_communicator(call_signature& signature, const communicator& comm) {
 
 namespace {
 
-// The signature's part that its builder gives (the rest, which
-// add_communicator fills in, is the same on every call on one communicator
-// but for the transport's capability, compared on its own).
-bool same_arguments(const call_signature& a, const call_signature& b) noexcept {
-    return a.bytes == b.bytes && a.count == b.count && a.kind == b.kind &&
-           a.comm_size == b.comm_size && a.has_op == b.has_op && a.commutative == b.commutative &&
-           a.builtin_op == b.builtin_op && a.in_place == b.in_place &&
-           a.equal_counts == b.equal_counts && a.nodes == b.nodes &&
-           a.ranks_per_node == b.ranks_per_node && a.node_consecutive == b.node_consecutive;
-}
-
 // A thread's last choice for one argument type: a loop of identical calls
 // (the usual shape of a program) is served without completing the
 // signature or consulting selection. Keyed by the communicator's serial,
@@ -69,7 +58,7 @@ template <class Args>
 struct remembered_choice {
     std::uint64_t communicator = 0; // serial; 0: nothing remembered
     std::uintptr_t selection = 0;
-    call_signature arguments;
+    call_signature arguments; // as its builder gave it, before add_communicator
     bool single_copy = false;
     bool sub_call = false;
     std::optional<fallback_mode> on_fail;
@@ -80,8 +69,7 @@ struct remembered_choice {
                    bool copy_once, const selection_request& request, bool named_now) const {
         return communicator == serial && selection == token && single_copy == copy_once &&
                sub_call == request.sub_call && named == named_now && on_fail == request.on_fail &&
-               same_arguments(arguments, shape) &&
-               (!named_now || chosen->info.name == request.forced);
+               arguments == shape && (!named_now || chosen->info.name == request.forced);
     }
 };
 

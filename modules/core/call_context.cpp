@@ -90,11 +90,18 @@ request call_context::start_send(int peer, std::uint64_t step,
     return t.isend(dest, h, data);
 }
 
-message_step call_context::send(int peer, std::uint64_t step,
-                                std::span<const std::byte> data) const {
-    auto sent = start_send(peer, step, data);
+namespace {
+// The step of a send alone: done already when it left at once (no call of
+// message_step's constructor, which looks at both requests).
+message_step after_send(request sent) {
     if (!sent) return {};
     return {std::move(sent), {}};
+}
+} // namespace
+
+message_step call_context::send(int peer, std::uint64_t step,
+                                std::span<const std::byte> data) const {
+    return after_send(start_send(peer, step, data));
 }
 
 namespace {
@@ -138,10 +145,8 @@ message_step call_context::send_recv(int dest, std::span<const std::byte> data, 
         // Sent first, so the peer has it while we look for its message.
         auto sent = start_send(dest, step, data);
         try {
-            if (receive_now(header(comm_->world_rank(source), step, into.size()), into)) {
-                if (!sent) return {};
-                return {std::move(sent), {}};
-            }
+            if (receive_now(header(comm_->world_rank(source), step, into.size()), into))
+                return after_send(std::move(sent));
         } catch (...) {
             return {std::move(sent), {}, std::current_exception()};
         }
