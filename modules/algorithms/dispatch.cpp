@@ -48,6 +48,45 @@ void add_communicator(call_signature& signature, const communicator& comm) {
 
 namespace {
 
+// What a remembered choice was made for, in a few words: the signature as
+// the front end built it, the transport's single-copy capability and the
+// request. Equal keys mean an equal call; the transport's name is compared
+// by address (a literal), so the same name at another address only misses.
+// Compared on every call: a handful of word compares instead of one per
+// field of the signature.
+struct choice_key {
+    std::uint64_t bytes = 0;
+    std::uint64_t count = 0;
+    std::uint64_t shape = 0;     // kind, size, flags, request
+    std::uint64_t placement = 0; // ranks per node, nodes
+    const char* transport = nullptr;
+    std::size_t transport_length = 0;
+    friend bool operator==(const choice_key&, const choice_key&) = default;
+};
+
+// A field added to call_signature must be added to the key too.
+static_assert(sizeof(call_signature) == 64, "call_signature changed: update choice_key_of");
+
+choice_key choice_key_of(const call_signature& s, bool single_copy,
+                         const selection_request& request, bool named) noexcept {
+    const std::uint64_t flags =
+        std::uint64_t{s.has_op} | std::uint64_t{s.commutative} << 1 |
+        std::uint64_t{s.builtin_op} << 2 | std::uint64_t{s.in_place} << 3 |
+        std::uint64_t{s.equal_counts} << 4 | std::uint64_t{s.has_hierarchy} << 5 |
+        std::uint64_t{s.single_copy} << 6 | std::uint64_t{s.node_consecutive} << 7 |
+        std::uint64_t{single_copy} << 8 | std::uint64_t{request.sub_call} << 9 |
+        std::uint64_t{named} << 10 | std::uint64_t{request.on_fail.has_value()} << 11 |
+        std::uint64_t(request.on_fail ? static_cast<unsigned>(*request.on_fail) : 0) << 12;
+    return {.bytes = s.bytes,
+            .count = s.count,
+            .shape = static_cast<std::uint64_t>(s.kind) |
+                     std::uint64_t{static_cast<std::uint32_t>(s.comm_size)} << 8 | flags << 40,
+            .placement = std::uint64_t{static_cast<std::uint32_t>(s.ranks_per_node)} |
+                         std::uint64_t{static_cast<std::uint32_t>(s.nodes)} << 32,
+            .transport = s.transport.data(),
+            .transport_length = s.transport.size()};
+}
+
 // A thread's last choice for one argument type: a loop of identical calls
 // (the usual shape of a program) is served without completing the
 // signature or consulting selection. Keyed by the communicator's serial,
@@ -58,23 +97,18 @@ template <class Args>
 struct remembered_choice {
     std::uint64_t communicator = 0; // serial; 0: nothing remembered
     std::uintptr_t selection = 0;
-    call_signature arguments; // as its builder gave it, before add_communicator
-    bool single_copy = false;
-    bool sub_call = false;
-    std::optional<fallback_mode> on_fail;
-    bool named = false; // the choice named the algorithm chosen
+    choice_key key;
     const algorithm<Args>* chosen = nullptr;
 
-    bool holds_for(std::uint64_t serial, std::uintptr_t token, const call_signature& shape,
-                   bool copy_once, const selection_request& request, bool named_now) const {
-        return communicator == serial && selection == token && single_copy == copy_once &&
-               sub_call == request.sub_call && named == named_now && on_fail == request.on_fail &&
-               arguments == shape && (!named_now || chosen->info.name == request.forced);
+    bool holds_for(std::uint64_t serial, std::uintptr_t token, const choice_key& now,
+                   const selection_request& request, bool named_now) const {
+        return communicator == serial && selection == token && key == now &&
+               (!named_now || chosen->info.name == request.forced);
     }
 };
 
 template <class Args>
-thread_local remembered_choice<Args> last_choice;
+constinit thread_local remembered_choice<Args> last_choice;
 
 // The choice when none is remembered: the signature completed, selection
 // asked (and its explanation printed when asked for), the choice kept for
@@ -83,8 +117,7 @@ thread_local remembered_choice<Args> last_choice;
 template <class Args>
 [[gnu::noinline]] const algorithm<Args>&
 decide(const communicator& comm, call_signature shape, const selection_request& request, bool named,
-       bool single_copy, std::uintptr_t token, bool print) {
-    const auto arguments = shape;
+       const choice_key& key, std::uintptr_t token, bool print) {
     // Whatever built the signature, the communicator says where the call
     // runs (the typed front ends do not look).
     add_communicator(shape, comm);
@@ -99,14 +132,8 @@ decide(const communicator& comm, call_signature shape, const selection_request& 
     // A named algorithm that fell back is decided again next time, so that
     // its note is given (or its error thrown) as selection says.
     if (token && (!named || chosen->info.name == request.forced))
-        last_choice<Args> = {.communicator = comm.serial(),
-                             .selection = token,
-                             .arguments = arguments,
-                             .single_copy = single_copy,
-                             .sub_call = request.sub_call,
-                             .on_fail = request.on_fail,
-                             .named = named,
-                             .chosen = chosen};
+        last_choice<Args> = {
+            .communicator = comm.serial(), .selection = token, .key = key, .chosen = chosen};
     return *chosen;
 }
 
@@ -121,12 +148,13 @@ phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& 
                                     .sub_call = choice.sub_call || call.kind() != Args::kind};
     const bool named = !choice.name.empty() && choice.name != "auto";
     const bool single_copy = comm.transport().capabilities().single_copy;
+    const auto key = choice_key_of(shape, single_copy, request, named);
     const auto token = selection_token();
     const auto& last = last_choice<Args>;
-    if (token && last.holds_for(comm.serial(), token, shape, single_copy, request, named))
+    if (token && last.holds_for(comm.serial(), token, key, request, named))
         return {call, phase, *last.chosen, args};
-    return {call, phase,
-            decide<Args>(comm, shape, request, named, single_copy, token, call.rank() == 0), args};
+    return {call, phase, decide<Args>(comm, shape, request, named, key, token, call.rank() == 0),
+            args};
 }
 
 template phase_run<barrier_args> run_phase(const call_context&, unsigned, const barrier_args&,

@@ -111,12 +111,14 @@ struct call_signature {
         const bool same_transport = (a.transport.data() == b.transport.data() &&
                                      a.transport.size() == b.transport.size()) ||
                                     a.transport == b.transport;
-        return a.kind == b.kind && a.comm_size == b.comm_size && a.bytes == b.bytes &&
-               a.count == b.count && a.has_op == b.has_op && a.commutative == b.commutative &&
-               a.builtin_op == b.builtin_op && a.in_place == b.in_place &&
-               a.equal_counts == b.equal_counts && a.has_hierarchy == b.has_hierarchy &&
-               a.single_copy == b.single_copy && a.ranks_per_node == b.ranks_per_node &&
-               a.nodes == b.nodes && a.node_consecutive == b.node_consecutive && same_transport;
+        // Combined with & rather than &&: one branch instead of fifteen, on
+        // a comparison that is nearly always true.
+        return (a.kind == b.kind) & (a.comm_size == b.comm_size) & (a.bytes == b.bytes) &
+               (a.count == b.count) & (a.has_op == b.has_op) & (a.commutative == b.commutative) &
+               (a.builtin_op == b.builtin_op) & (a.in_place == b.in_place) &
+               (a.equal_counts == b.equal_counts) & (a.has_hierarchy == b.has_hierarchy) &
+               (a.single_copy == b.single_copy) & (a.ranks_per_node == b.ranks_per_node) &
+               (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) & same_transport;
     }
 };
 

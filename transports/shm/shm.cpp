@@ -366,6 +366,7 @@ private:
         std::deque<cell_header> control; // acks and nacks to write
         std::uint64_t head = 0;          // ours alone: we are the ring's only producer
         std::uint64_t cached_tail = 0;
+        std::byte* ring = nullptr; // ring(rank_, dest), found once: every send writes to it
     };
     // A message arriving in chunks: straight into its receive, or staged.
     struct partial {
@@ -383,7 +384,8 @@ private:
         std::uint64_t last_use;
     };
     struct peer_in {
-        std::uint64_t tail = 0; // ours alone: we are the ring's only consumer
+        std::uint64_t tail = 0;    // ours alone: we are the ring's only consumer
+        std::byte* ring = nullptr; // ring(src, rank_), found once: every poll reads it
         partial incoming;
         std::vector<peer_mapping> mappings; // its shared regions we mapped
         bool can_map = true;                // false once taking its descriptor failed
@@ -413,14 +415,15 @@ private:
                    geo_.ring_bytes();
     }
     bool has_message(int src) const {
-        const auto tail = in_[static_cast<std::size_t>(src)].tail;
-        return stamp_in(cell(src, rank_, tail)).load(std::memory_order_acquire) == stamp_of(tail);
+        const auto& in = in_[static_cast<std::size_t>(src)];
+        return stamp_in(cell_of(in.ring, in.tail)).load(std::memory_order_acquire) ==
+               stamp_of(in.tail);
     }
-    std::uint64_t& tail_of(int src, int dst) const {
-        return *reinterpret_cast<std::uint64_t*>(ring(src, dst));
+    std::byte* cell_of(std::byte* ring, std::uint64_t index) const {
+        return ring + line + geo_.slot(index) * geo_.cell_bytes;
     }
-    std::byte* cell(int src, int dst, std::uint64_t index) const {
-        return ring(src, dst) + line + geo_.slot(index) * geo_.cell_bytes;
+    static std::uint64_t& tail_in(std::byte* ring) {
+        return *reinterpret_cast<std::uint64_t*>(ring);
     }
     std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
     share_slot& slot(int sender, int receiver, std::size_t i) const {
@@ -519,6 +522,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     } catch (...) {
         if (base_) munmap(base_, mapped_bytes_);
         throw;
+    }
+    for (int r = 0; r < size_; ++r) {
+        out_[static_cast<std::size_t>(r)].ring = ring(rank_, r);
+        in_[static_cast<std::size_t>(r)].ring = ring(r, rank_);
     }
     for (int r = 0; r < size_; ++r) {
         int fd = -1;
@@ -839,13 +846,13 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
 bool endpoint::has_space(int dest) {
     auto& o = out_[static_cast<std::size_t>(dest)];
     if (o.head - o.cached_tail < geo_.depth) return true;
-    o.cached_tail = load_acquire(tail_of(rank_, dest));
+    o.cached_tail = load_acquire(tail_in(o.ring));
     return o.head - o.cached_tail < geo_.depth;
 }
 
 void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {
     auto& o = out_[static_cast<std::size_t>(dest)];
-    std::byte* c = cell(rank_, dest, o.head);
+    std::byte* c = cell_of(o.ring, o.head);
     if (h.type == cell_type::small) {
         std::memcpy(c, &h, stamp_offset);
         if (h.length) std::memcpy(c + small_offset, payload, h.length);
@@ -926,7 +933,7 @@ std::size_t endpoint::drain(int src) {
     std::size_t cells = 0;
     // At most one ring's worth, so one busy peer cannot starve the others.
     for (; cells < geo_.depth; ++cells) {
-        std::byte* c = cell(src, rank_, in.tail);
+        std::byte* c = cell_of(in.ring, in.tail);
         if (stamp_in(c).load(std::memory_order_acquire) != stamp_of(in.tail)) break;
         cell_header h;
         std::memcpy(&h, c, sizeof h);
@@ -950,7 +957,7 @@ std::size_t endpoint::drain(int src) {
             handle_share(src, h);
             break;
         }
-        store_release(tail_of(src, rank_), ++in.tail);
+        store_release(tail_in(in.ring), ++in.tail);
     }
     // The sender may sleep waiting for room in this ring.
     if (cells) ring_bell(src);
