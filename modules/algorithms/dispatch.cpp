@@ -64,7 +64,9 @@ struct choice_key {
     friend bool operator==(const choice_key&, const choice_key&) = default;
 };
 
-// A field added to call_signature must be added to the key too.
+// A field added to call_signature must be added to the key too. This check
+// catches an addition that changes the signature's size; a small field that
+// fits in existing padding (a bool after node_consecutive) it does not.
 static_assert(sizeof(call_signature) == 64, "call_signature changed: update choice_key_of");
 
 choice_key choice_key_of(const call_signature& s, bool single_copy,
