@@ -77,60 +77,91 @@ std::size_t largest(const std::vector<std::vector<std::byte>>& values);
 // The largest block any rank has, by an all_reduce(max) as part 0 of the call.
 task<std::uint64_t> agree_on_block(const call_context& call, std::uint64_t mine);
 
+// all_reduce, scan and exscan: element-wise reductions of two buffers of
+// one length, whose arguments have one shape.
+template <class Args, class In, class Out, class Op>
+auto elementwise_reduction(communicator comm, const In& send, Out& recv, Op op,
+                           call_options options) {
+    return make_single_phase_call<Args>(
+        std::move(comm), std::move(options),
+        [&send, &recv, op = std::move(op)](const communicator& comm, const call_options&,
+                                           reduction_op& erased) {
+            using T = element_of<In>;
+            const std::size_t count = std::ranges::size(send);
+            if (std::ranges::size(recv) != count)
+                count_error(Args::kind, fmt::format("the receive buffer holds {} elements, the "
+                                                    "send buffer {}",
+                                                    std::ranges::size(recv), count));
+            erased = erase_operation<T>(op);
+            Args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
+            return prepared_call<Args>{args,
+                                       signature_for(Args::kind, comm, count * sizeof(T), count,
+                                                     erased, same_memory(args.send, args.recv))};
+        });
+}
+
 } // namespace detail
 
 // ---- barrier ------------------------------------------------------------
 
 template <call_option... Options>
-task<void> barrier(communicator comm, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    auto call = detail::begin_call(comm, collective::barrier, o);
-    co_await detail::run_phase(call, 0, barrier_args{},
-                               detail::signature_for(collective::barrier, comm, 0), o.algorithm);
+auto barrier(communicator comm, Options... options) {
+    return detail::make_single_phase_call<barrier_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [](const communicator& comm, const call_options&, reduction_op&) {
+            return detail::prepared_call<barrier_args>{
+                {}, detail::signature_for(collective::barrier, comm, 0)};
+        });
 }
 
 // ---- broadcast ------------------------------------------------------------
 
 // The root's data replaces everyone's; same length on every rank.
 template <byte_range R, call_option... Options>
-task<void> broadcast(communicator comm, R& data, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    detail::check_root(comm, collective::broadcast, o.root);
-    auto call = detail::begin_call(comm, collective::broadcast, o);
-    broadcast_args args{writable_bytes_of(data), o.root};
-    co_await detail::run_phase(
-        call, 0, args, detail::signature_for(collective::broadcast, comm, args.buffer.size()),
-        o.algorithm);
+auto broadcast(communicator comm, R& data, Options... options) {
+    return detail::make_single_phase_call<broadcast_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&data](const communicator& comm, const call_options& o, reduction_op&) {
+            detail::check_root(comm, collective::broadcast, o.root);
+            broadcast_args args{writable_bytes_of(data), o.root};
+            return detail::prepared_call<broadcast_args>{
+                args, detail::signature_for(collective::broadcast, comm, args.buffer.size())};
+        });
 }
 
 // One value: trivially copyable ones as bytes, others serialized (their size
 // need not be known outside the root).
 template <class T, call_option... Options>
-requires(!byte_range<T> && (trivially_copyable<T> ||
-                            serializable<T>)) task<void> broadcast(communicator comm, T& value,
-                                                                   Options... options) {
+requires(!byte_range<T> && trivially_copyable<T>) auto broadcast(communicator comm, T& value,
+                                                                 Options... options) {
+    return detail::make_single_phase_call<broadcast_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&value](const communicator& comm, const call_options& o, reduction_op&) {
+            detail::check_root(comm, collective::broadcast, o.root);
+            return detail::prepared_call<broadcast_args>{
+                {detail::writable_bytes_of_value(value), o.root},
+                detail::signature_for(collective::broadcast, comm, sizeof(T))};
+        });
+}
+
+template <class T, call_option... Options>
+requires(!byte_range<T> && !trivially_copyable<T> &&
+         serializable<T>) task<void> broadcast(communicator comm, T& value, Options... options) {
     auto o = detail::make_options(std::move(options)...);
     detail::check_root(comm, collective::broadcast, o.root);
     auto call = detail::begin_call(comm, collective::broadcast, o);
-    if constexpr (trivially_copyable<T>) {
-        broadcast_args args{detail::writable_bytes_of_value(value), o.root};
-        co_await detail::run_phase(call, 0, args,
-                                   detail::signature_for(collective::broadcast, comm, sizeof(T)),
-                                   o.algorithm);
-    } else {
-        std::vector<std::byte> bytes;
-        if (comm.rank() == o.root) bytes = serialize(value);
-        std::uint64_t length = bytes.size();
-        broadcast_args size_args{detail::writable_bytes_of_value(length), o.root};
-        co_await detail::run_phase(call, 0, size_args,
-                                   detail::signature_for(collective::broadcast, comm, 8), "");
-        bytes.resize(length);
-        broadcast_args data_args{std::span(bytes), o.root};
-        co_await detail::run_phase(call, 1, data_args,
-                                   detail::signature_for(collective::broadcast, comm, length),
-                                   o.algorithm);
-        if (comm.rank() != o.root) deserialize(bytes, value);
-    }
+    std::vector<std::byte> bytes;
+    if (comm.rank() == o.root) bytes = serialize(value);
+    std::uint64_t length = bytes.size();
+    broadcast_args size_args{detail::writable_bytes_of_value(length), o.root};
+    co_await detail::run_phase(call, 0, size_args,
+                               detail::signature_for(collective::broadcast, comm, 8), "");
+    bytes.resize(length);
+    broadcast_args data_args{std::span(bytes), o.root};
+    co_await detail::run_phase(call, 1, data_args,
+                               detail::signature_for(collective::broadcast, comm, length),
+                               o.algorithm);
+    if (comm.rank() != o.root) deserialize(bytes, value);
 }
 
 // ---- reduce and all_reduce --------------------------------------------------
@@ -139,30 +170,31 @@ requires(!byte_range<T> && (trivially_copyable<T> ||
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    detail::check_root(comm, collective::reduce, o.root);
-    const std::size_t count = std::ranges::size(send);
-    if (comm.rank() == o.root && std::ranges::size(recv) != count)
-        detail::count_error(collective::reduce,
-                            fmt::format("the root's receive buffer holds {} elements, the send "
-                                        "buffer {}",
-                                        std::ranges::size(recv), count));
-    auto call = detail::begin_call(comm, collective::reduce, o);
-    auto erased = erase_operation<T>(op);
-    reduce_args args{bytes_of(send), writable_bytes_of(recv), count, &erased, o.root};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::reduce, comm, count * sizeof(T),
-                                                     count, erased,
-                                                     detail::same_memory(args.send, args.recv)),
-                               o.algorithm);
+auto reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+    return detail::make_single_phase_call<reduce_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv, op = std::move(op)](const communicator& comm, const call_options& o,
+                                           reduction_op& erased) {
+            using T = detail::element_of<In>;
+            detail::check_root(comm, collective::reduce, o.root);
+            const std::size_t count = std::ranges::size(send);
+            if (comm.rank() == o.root && std::ranges::size(recv) != count)
+                detail::count_error(collective::reduce,
+                                    fmt::format("the root's receive buffer holds {} elements, the "
+                                                "send buffer {}",
+                                                std::ranges::size(recv), count));
+            erased = erase_operation<T>(op);
+            reduce_args args{bytes_of(send), writable_bytes_of(recv), count, &erased, o.root};
+            return detail::prepared_call<reduce_args>{
+                args, detail::signature_for(collective::reduce, comm, count * sizeof(T), count,
+                                            erased, detail::same_memory(args.send, args.recv))};
+        });
 }
 
 // In place: data holds the contribution, and the result at the root.
 template <byte_range R, class Op, call_option... Options>
-requires operation_for<Op, detail::element_of<R>> task<void> reduce(communicator comm, R& data,
-                                                                    Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>>
+auto reduce(communicator comm, R& data, Op op, Options... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
@@ -170,28 +202,14 @@ requires operation_for<Op, detail::element_of<R>> task<void> reduce(communicator
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> all_reduce(communicator comm, const In& send, Out& recv, Op op,
-                              Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    const std::size_t count = std::ranges::size(send);
-    if (std::ranges::size(recv) != count)
-        detail::count_error(collective::all_reduce,
-                            fmt::format("the receive buffer holds {} elements, the send buffer {}",
-                                        std::ranges::size(recv), count));
-    auto call = detail::begin_call(comm, collective::all_reduce, o);
-    auto erased = erase_operation<T>(op);
-    all_reduce_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::all_reduce, comm,
-                                                     count * sizeof(T), count, erased,
-                                                     detail::same_memory(args.send, args.recv)),
-                               o.algorithm);
+auto all_reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+    return detail::elementwise_reduction<all_reduce_args>(
+        std::move(comm), send, recv, std::move(op), detail::make_options(std::move(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
-requires operation_for<Op, detail::element_of<R>> task<void> all_reduce(communicator comm, R& data,
-                                                                        Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>>
+auto all_reduce(communicator comm, R& data, Op op, Options... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return all_reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
@@ -200,23 +218,24 @@ requires operation_for<Op, detail::element_of<R>> task<void> all_reduce(communic
 
 // recv (at the root) gets size() blocks of send's length, in rank order.
 template <byte_range In, byte_range Out, call_option... Options>
-requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
-gather(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    detail::check_root(comm, collective::gather, o.root);
-    const std::size_t block = std::ranges::size(send);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (comm.rank() == o.root && std::ranges::size(recv) != block * n)
-        detail::count_error(collective::gather,
-                            fmt::format("the root's receive buffer holds {} elements; {} ranks "
-                                        "sending {} each need {}",
-                                        std::ranges::size(recv), n, block, block * n));
-    auto call = detail::begin_call(comm, collective::gather, o);
-    gather_args args{bytes_of(send), writable_bytes_of(recv), o.root};
-    co_await detail::run_phase(
-        call, 0, args,
-        detail::signature_for(collective::gather, comm, block * n * sizeof(detail::element_of<In>)),
-        o.algorithm);
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+auto gather(communicator comm, const In& send, Out& recv, Options... options) {
+    return detail::make_single_phase_call<gather_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
+            detail::check_root(comm, collective::gather, o.root);
+            const std::size_t block = std::ranges::size(send);
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (comm.rank() == o.root && std::ranges::size(recv) != block * n)
+                detail::count_error(collective::gather,
+                                    fmt::format("the root's receive buffer holds {} elements; {} "
+                                                "ranks sending {} each need {}",
+                                                std::ranges::size(recv), n, block, block * n));
+            return detail::prepared_call<gather_args>{
+                {bytes_of(send), writable_bytes_of(recv), o.root},
+                detail::signature_for(collective::gather, comm,
+                                      block * n * sizeof(detail::element_of<In>))};
+        });
 }
 
 // Every rank's value, in rank order, at the root (empty elsewhere).
@@ -257,22 +276,23 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(c
 }
 
 template <byte_range In, byte_range Out, call_option... Options>
-requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
-all_gather(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    const std::size_t block = std::ranges::size(send);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (std::ranges::size(recv) != block * n)
-        detail::count_error(collective::all_gather,
-                            fmt::format("the receive buffer holds {} elements; {} ranks sending "
-                                        "{} each need {}",
-                                        std::ranges::size(recv), n, block, block * n));
-    auto call = detail::begin_call(comm, collective::all_gather, o);
-    all_gather_args args{bytes_of(send), writable_bytes_of(recv)};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::all_gather, comm,
-                                                     block * n * sizeof(detail::element_of<In>)),
-                               o.algorithm);
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+auto all_gather(communicator comm, const In& send, Out& recv, Options... options) {
+    return detail::make_single_phase_call<all_gather_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
+            const std::size_t block = std::ranges::size(send);
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (std::ranges::size(recv) != block * n)
+                detail::count_error(collective::all_gather,
+                                    fmt::format("the receive buffer holds {} elements; {} ranks "
+                                                "sending {} each need {}",
+                                                std::ranges::size(recv), n, block, block * n));
+            return detail::prepared_call<all_gather_args>{
+                {bytes_of(send), writable_bytes_of(recv)},
+                detail::signature_for(collective::all_gather, comm,
+                                      block * n * sizeof(detail::element_of<In>))};
+        });
 }
 
 template <class T, call_option... Options>
@@ -309,23 +329,24 @@ requires(trivially_copyable<T> ||
 
 // send (at the root; ignored elsewhere) holds size() blocks of recv's length.
 template <byte_range In, byte_range Out, call_option... Options>
-requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
-scatter(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    detail::check_root(comm, collective::scatter, o.root);
-    const std::size_t block = std::ranges::size(recv);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (comm.rank() == o.root && std::ranges::size(send) != block * n)
-        detail::count_error(collective::scatter,
-                            fmt::format("the root sends {} elements; {} ranks receiving {} each "
-                                        "need {}",
-                                        std::ranges::size(send), n, block, block * n));
-    auto call = detail::begin_call(comm, collective::scatter, o);
-    scatter_args args{bytes_of(send), writable_bytes_of(recv), o.root};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::scatter, comm,
-                                                     block * n * sizeof(detail::element_of<Out>)),
-                               o.algorithm);
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+auto scatter(communicator comm, const In& send, Out& recv, Options... options) {
+    return detail::make_single_phase_call<scatter_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
+            detail::check_root(comm, collective::scatter, o.root);
+            const std::size_t block = std::ranges::size(recv);
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (comm.rank() == o.root && std::ranges::size(send) != block * n)
+                detail::count_error(collective::scatter,
+                                    fmt::format("the root sends {} elements; {} ranks receiving "
+                                                "{} each need {}",
+                                                std::ranges::size(send), n, block, block * n));
+            return detail::prepared_call<scatter_args>{
+                {bytes_of(send), writable_bytes_of(recv), o.root},
+                detail::signature_for(collective::scatter, comm,
+                                      block * n * sizeof(detail::element_of<Out>))};
+        });
 }
 
 // values (at the root) holds one value per rank; each rank gets its own.
@@ -376,25 +397,27 @@ requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator 
 // send holds size() equal blocks, block j for rank j; recv gets block i from
 // rank i. send and recv have the same length.
 template <byte_range In, byte_range Out, call_option... Options>
-requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
-all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
-    const std::size_t count = std::ranges::size(send);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (count % n != 0)
-        detail::count_error(collective::all_to_all,
-                            fmt::format("{} elements cannot be split into {} equal blocks, one "
-                                        "per rank",
-                                        count, n));
-    if (std::ranges::size(recv) != count)
-        detail::count_error(collective::all_to_all,
-                            fmt::format("the receive buffer holds {} elements, the send buffer {}",
-                                        std::ranges::size(recv), count));
-    auto call = detail::begin_call(comm, collective::all_to_all, o);
-    all_to_all_args args{bytes_of(send), writable_bytes_of(recv)};
-    co_await detail::run_phase(
-        call, 0, args, detail::signature_for(collective::all_to_all, comm, args.send.size()),
-        o.algorithm);
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+auto all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
+    return detail::make_single_phase_call<all_to_all_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
+            const std::size_t count = std::ranges::size(send);
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (count % n != 0)
+                detail::count_error(collective::all_to_all,
+                                    fmt::format("{} elements cannot be split into {} equal "
+                                                "blocks, one per rank",
+                                                count, n));
+            if (std::ranges::size(recv) != count)
+                detail::count_error(collective::all_to_all,
+                                    fmt::format("the receive buffer holds {} elements, the send "
+                                                "buffer {}",
+                                                std::ranges::size(recv), count));
+            all_to_all_args args{bytes_of(send), writable_bytes_of(recv)};
+            return detail::prepared_call<all_to_all_args>{
+                args, detail::signature_for(collective::all_to_all, comm, args.send.size())};
+        });
 }
 
 // values[j] goes to rank j; the result's [i] came from rank i.
@@ -543,35 +566,38 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<std::vector<
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> reduce_scatter(communicator comm, const In& send, Out& recv,
-                                  std::span<const std::size_t> counts, Op op, Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (counts.size() != n)
-        detail::count_error(
-            collective::reduce_scatter,
-            fmt::format("{} counts given for {} ranks; give one per rank", counts.size(), n));
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    if (std::ranges::size(send) != total)
-        detail::count_error(collective::reduce_scatter,
-                            fmt::format("the send buffer holds {} elements, the counts add up to "
-                                        "{}",
-                                        std::ranges::size(send), total));
-    const auto mine = counts[static_cast<std::size_t>(comm.rank())];
-    if (std::ranges::size(recv) != mine)
-        detail::count_error(collective::reduce_scatter,
-                            fmt::format("the receive buffer holds {} elements, this rank's count "
-                                        "is {}",
-                                        std::ranges::size(recv), mine));
-    auto call = detail::begin_call(comm, collective::reduce_scatter, o);
-    auto erased = erase_operation<T>(op);
-    reduce_scatter_args args{bytes_of(send), writable_bytes_of(recv), counts, &erased};
-    auto signature = detail::signature_for(collective::reduce_scatter, comm, total * sizeof(T),
-                                           total, erased, false);
-    signature.equal_counts =
-        std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
-    co_await detail::run_phase(call, 0, args, signature, o.algorithm);
+auto reduce_scatter(communicator comm, const In& send, Out& recv,
+                    std::span<const std::size_t> counts, Op op, Options... options) {
+    return detail::make_single_phase_call<reduce_scatter_args>(
+        std::move(comm), detail::make_options(std::move(options)...),
+        [&send, &recv, counts, op = std::move(op)](const communicator& comm, const call_options&,
+                                                   reduction_op& erased) {
+            using T = detail::element_of<In>;
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (counts.size() != n)
+                detail::count_error(collective::reduce_scatter,
+                                    fmt::format("{} counts given for {} ranks; give one per rank",
+                                                counts.size(), n));
+            const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+            if (std::ranges::size(send) != total)
+                detail::count_error(collective::reduce_scatter,
+                                    fmt::format("the send buffer holds {} elements, the counts "
+                                                "add up to {}",
+                                                std::ranges::size(send), total));
+            const auto mine = counts[static_cast<std::size_t>(comm.rank())];
+            if (std::ranges::size(recv) != mine)
+                detail::count_error(collective::reduce_scatter,
+                                    fmt::format("the receive buffer holds {} elements, this "
+                                                "rank's count is {}",
+                                                std::ranges::size(recv), mine));
+            erased = erase_operation<T>(op);
+            auto signature = detail::signature_for(collective::reduce_scatter, comm,
+                                                   total * sizeof(T), total, erased, false);
+            signature.equal_counts = std::all_of(counts.begin(), counts.end(),
+                                                 [&](std::size_t c) { return c == counts[0]; });
+            return detail::prepared_call<reduce_scatter_args>{
+                {bytes_of(send), writable_bytes_of(recv), counts, &erased}, signature};
+        });
 }
 
 // Equal blocks: send holds size() blocks of recv's length.
@@ -598,27 +624,14 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    const std::size_t count = std::ranges::size(send);
-    if (std::ranges::size(recv) != count)
-        detail::count_error(collective::scan,
-                            fmt::format("the receive buffer holds {} elements, the send buffer {}",
-                                        std::ranges::size(recv), count));
-    auto call = detail::begin_call(comm, collective::scan, o);
-    auto erased = erase_operation<T>(op);
-    scan_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::scan, comm, count * sizeof(T),
-                                                     count, erased,
-                                                     detail::same_memory(args.send, args.recv)),
-                               o.algorithm);
+auto scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+    return detail::elementwise_reduction<scan_args>(std::move(comm), send, recv, std::move(op),
+                                                    detail::make_options(std::move(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
-requires operation_for<Op, detail::element_of<R>> task<void> scan(communicator comm, R& data, Op op,
-                                                                  Options... options) {
+requires operation_for<Op, detail::element_of<R>>
+auto scan(communicator comm, R& data, Op op, Options... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return scan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }
@@ -627,27 +640,14 @@ requires operation_for<Op, detail::element_of<R>> task<void> scan(communicator c
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    const std::size_t count = std::ranges::size(send);
-    if (std::ranges::size(recv) != count)
-        detail::count_error(collective::exscan,
-                            fmt::format("the receive buffer holds {} elements, the send buffer {}",
-                                        std::ranges::size(recv), count));
-    auto call = detail::begin_call(comm, collective::exscan, o);
-    auto erased = erase_operation<T>(op);
-    exscan_args args{bytes_of(send), writable_bytes_of(recv), count, &erased};
-    co_await detail::run_phase(call, 0, args,
-                               detail::signature_for(collective::exscan, comm, count * sizeof(T),
-                                                     count, erased,
-                                                     detail::same_memory(args.send, args.recv)),
-                               o.algorithm);
+auto exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+    return detail::elementwise_reduction<exscan_args>(std::move(comm), send, recv, std::move(op),
+                                                      detail::make_options(std::move(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
-requires operation_for<Op, detail::element_of<R>> task<void> exscan(communicator comm, R& data,
-                                                                    Op op, Options... options) {
+requires operation_for<Op, detail::element_of<R>>
+auto exscan(communicator comm, R& data, Op op, Options... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return exscan(std::move(comm), std::as_const(data), data, std::move(op), options...);
 }

@@ -21,6 +21,13 @@ call_context begin_call(const communicator& comm, collective kind, const call_op
     return call_context(comm, generation, kind, whole_call);
 }
 
+void throw_started(collective kind) {
+    throw error(errc::invalid_argument,
+                fmt::format("{}: this call was awaited already; a collective call runs once "
+                            "(call the collective again for another round)",
+                            to_string(kind)));
+}
+
 void check_root(const communicator& comm, collective kind, int root) {
     if (root < 0 || root >= comm.size())
         throw error(errc::invalid_root,
@@ -142,8 +149,8 @@ decide(const communicator& comm, call_signature shape, const selection_request& 
 } // namespace
 
 template <class Args>
-phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
-                          call_signature shape, const algorithm_choice& choice) {
+const algorithm<Args>& choose_phase(const call_context& call, call_signature shape,
+                                    const algorithm_choice& choice) {
     const auto& comm = call.comm();
     const selection_request request{.forced = choice.name,
                                     .on_fail = choice.on_fail,
@@ -153,38 +160,34 @@ phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& 
     const auto key = choice_key_of(shape, single_copy, request, named);
     const auto token = selection_token();
     const auto& last = last_choice<Args>;
-    if (token && last.holds_for(comm.serial(), token, key, request, named))
-        return {call, phase, *last.chosen, args};
-    return {call, phase, decide<Args>(comm, shape, request, named, key, token, call.rank() == 0),
-            args};
+    if (token && last.holds_for(comm.serial(), token, key, request, named)) return *last.chosen;
+    return decide<Args>(comm, shape, request, named, key, token, call.rank() == 0);
 }
 
-template phase_run<barrier_args> run_phase(const call_context&, unsigned, const barrier_args&,
-                                           call_signature, const algorithm_choice&);
-template phase_run<broadcast_args> run_phase(const call_context&, unsigned, const broadcast_args&,
-                                             call_signature, const algorithm_choice&);
-template phase_run<reduce_args> run_phase(const call_context&, unsigned, const reduce_args&,
-                                          call_signature, const algorithm_choice&);
-template phase_run<all_reduce_args> run_phase(const call_context&, unsigned, const all_reduce_args&,
-                                              call_signature, const algorithm_choice&);
-template phase_run<gather_args> run_phase(const call_context&, unsigned, const gather_args&,
-                                          call_signature, const algorithm_choice&);
-template phase_run<scatter_args> run_phase(const call_context&, unsigned, const scatter_args&,
-                                           call_signature, const algorithm_choice&);
-template phase_run<all_gather_args> run_phase(const call_context&, unsigned, const all_gather_args&,
-                                              call_signature, const algorithm_choice&);
-template phase_run<all_to_all_args> run_phase(const call_context&, unsigned, const all_to_all_args&,
-                                              call_signature, const algorithm_choice&);
-template phase_run<all_to_allv_args> run_phase(const call_context&, unsigned,
-                                               const all_to_allv_args&, call_signature,
-                                               const algorithm_choice&);
-template phase_run<reduce_scatter_args> run_phase(const call_context&, unsigned,
-                                                  const reduce_scatter_args&, call_signature,
+template const algorithm<barrier_args>& choose_phase(const call_context&, call_signature,
+                                                     const algorithm_choice&);
+template const algorithm<broadcast_args>& choose_phase(const call_context&, call_signature,
+                                                       const algorithm_choice&);
+template const algorithm<reduce_args>& choose_phase(const call_context&, call_signature,
+                                                    const algorithm_choice&);
+template const algorithm<all_reduce_args>& choose_phase(const call_context&, call_signature,
+                                                        const algorithm_choice&);
+template const algorithm<gather_args>& choose_phase(const call_context&, call_signature,
+                                                    const algorithm_choice&);
+template const algorithm<scatter_args>& choose_phase(const call_context&, call_signature,
+                                                     const algorithm_choice&);
+template const algorithm<all_gather_args>& choose_phase(const call_context&, call_signature,
+                                                        const algorithm_choice&);
+template const algorithm<all_to_all_args>& choose_phase(const call_context&, call_signature,
+                                                        const algorithm_choice&);
+template const algorithm<all_to_allv_args>& choose_phase(const call_context&, call_signature,
+                                                         const algorithm_choice&);
+template const algorithm<reduce_scatter_args>& choose_phase(const call_context&, call_signature,
+                                                            const algorithm_choice&);
+template const algorithm<scan_args>& choose_phase(const call_context&, call_signature,
                                                   const algorithm_choice&);
-template phase_run<scan_args> run_phase(const call_context&, unsigned, const scan_args&,
-                                        call_signature, const algorithm_choice&);
-template phase_run<exscan_args> run_phase(const call_context&, unsigned, const exscan_args&,
-                                          call_signature, const algorithm_choice&);
+template const algorithm<exscan_args>& choose_phase(const call_context&, call_signature,
+                                                    const algorithm_choice&);
 
 } // namespace tutti::detail
 

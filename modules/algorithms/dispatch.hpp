@@ -8,12 +8,14 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "algorithms/args.hpp"
 #include "algorithms/restriction.hpp"
 #include "core/call_context.hpp"
 #include "core/communicator.hpp"
 #include "core/generation.hpp"
+#include "core/reduction.hpp"
 #include "core/task.hpp"
 #include "select/selection.hpp"
 
@@ -125,15 +127,99 @@ private:
     task<void> work_;
 };
 
-// Chooses the algorithm for `args` (the named one, checked, or what
-// selection picks) for part `phase` of the call; co_await the result to run
-// it. args must outlive that (a temporary in the co_await expression does).
-// A phase of another collective than the call's (an all_reduce inside a
-// gather) is a sub-call: the environment's overrides are for the user's
-// collective.
+// The algorithm for part `phase`'s Args: the named one, checked, or what
+// selection picks. A phase of another collective than the call's (an
+// all_reduce inside a gather) is a sub-call: the environment's overrides are
+// for the user's collective.
+template <class Args>
+const algorithm<Args>& choose_phase(const call_context& call, call_signature signature,
+                                    const algorithm_choice& choice);
+
+// Chooses the algorithm for `args` for part `phase` of the call; co_await
+// the result to run it. args must outlive that (a temporary in the co_await
+// expression does).
 template <class Args>
 phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
-                          call_signature signature, const algorithm_choice& choice);
+                          call_signature signature, const algorithm_choice& choice) {
+    return {call, phase, choose_phase<Args>(call, signature, choice), args};
+}
+
+// A call awaited a second time, or moved once awaited.
+[[noreturn]] void throw_started(collective kind);
+
+// What a one-part call's inputs give once checked: the algorithm's arguments
+// and what selection knows of them.
+template <class Args>
+struct prepared_call {
+    Args args;
+    call_signature signature;
+};
+
+// A collective of one part, as its typed front end returns it: an awaitable
+// that lives in the awaiting coroutine's frame, like phase_run, not a
+// coroutine of its own. Awaiting it checks the inputs, claims the generation,
+// chooses the algorithm and runs the algorithm's task as the awaiting
+// coroutine's own child, so the algorithm's frame is the call's only one. A
+// front end written as a coroutine cost a second frame per call: its
+// allocation, start, release and the hand-overs between the two (about 185
+// instructions, 4 % of an 8-byte barrier; docs/performance.md, "ninth
+// session").
+//
+// Like a task it is lazy: nothing happens before it is awaited, and it runs
+// once. Where a task<void> is needed (to keep it, spawn it or wait on it) it
+// converts to one, at the cost of that second frame.
+//
+// prepare(comm, options, operation) checks the inputs, throwing as the call
+// does, and returns the prepared_call; `operation` is a slot in this object
+// for a reduction's type-erased operation, which the arguments point to.
+template <class Args, class Prepare>
+class [[nodiscard]] single_phase_call {
+public:
+    single_phase_call(communicator comm, call_options options, Prepare prepare)
+        : comm_(std::move(comm)), options_(std::move(options)), prepare_(std::move(prepare)) {}
+    // Moved only before it is awaited (into its task<void>, say): the running
+    // algorithm refers to the arguments and context inside.
+    single_phase_call(single_phase_call&& other)
+        : comm_(std::move(other.comm_)), options_(std::move(other.options_)),
+          prepare_(std::move(other.prepare_)) {
+        if (other.run_) throw_started(Args::kind);
+    }
+    single_phase_call& operator=(single_phase_call&&) = delete;
+
+    // Prepared before the awaiting coroutine suspends: a bad input or a
+    // failed choice throws from the co_await, as from a function.
+    bool await_ready() {
+        if (run_) throw_started(Args::kind);
+        auto ready = prepare_(std::as_const(comm_), std::as_const(options_), operation_);
+        args_ = ready.args;
+        auto call = begin_call(comm_, Args::kind, options_);
+        run_.emplace(call, 0, choose_phase<Args>(call, ready.signature, options_.algorithm), args_);
+        return false;
+    }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiting) noexcept {
+        return run_->await_suspend(awaiting);
+    }
+    void await_resume() { run_->await_resume(); }
+
+    operator task<void>() && { return as_task(std::move(*this)); }
+
+private:
+    static task<void> as_task(single_phase_call call) { co_await call; }
+
+    communicator comm_;
+    call_options options_;
+    Prepare prepare_;
+    reduction_op operation_;
+    Args args_{};
+    std::optional<phase_run<Args>> run_;
+};
+
+template <class Args, class Prepare>
+single_phase_call<Args, Prepare> make_single_phase_call(communicator comm, call_options options,
+                                                        Prepare prepare) {
+    return {std::move(comm), std::move(options), std::move(prepare)};
+}
 
 // Adds to the signature what the communicator tells: transport, its
 // capabilities, hierarchy. In place: every call does it.

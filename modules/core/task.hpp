@@ -302,6 +302,24 @@ auto spawn(asio::io_context& context, task<T> work, CompletionToken&& token) {
                  std::forward<CompletionToken>(token));
 }
 
+// What converts to a task<void> without being one: the call object a
+// collective's front end returns (see single_phase_call). It is started as
+// that task.
+template <class Work>
+concept converts_to_task =
+    !std::same_as<std::remove_cvref_t<Work>, task<void>> && std::convertible_to<Work, task<void>>;
+
+template <converts_to_task Work, class CompletionToken>
+auto spawn(const asio::any_io_executor& executor, Work work, CompletionToken&& token) {
+    return spawn(executor, task<void>(std::move(work)), std::forward<CompletionToken>(token));
+}
+
+template <converts_to_task Work, class CompletionToken>
+auto spawn(asio::io_context& context, Work work, CompletionToken&& token) {
+    return spawn(asio::any_io_executor(context.get_executor()), task<void>(std::move(work)),
+                 std::forward<CompletionToken>(token));
+}
+
 namespace detail {
 template <class F>
 using task_of = std::invoke_result_t<F&>;

@@ -44,4 +44,11 @@ T wait(const communicator& comm, task<T> work) {
     if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
+// A collective's call object (what the typed front ends return), run as the
+// task it converts to.
+template <converts_to_task Work>
+void wait(const communicator& comm, Work work) {
+    wait(comm, task<void>(std::move(work)));
+}
+
 } // namespace tutti

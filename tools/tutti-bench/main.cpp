@@ -67,40 +67,55 @@ public:
           counts_(static_cast<std::size_t>(l.ranks), l.block),
           options_{.algorithm = algorithm == "auto" ? "" : algorithm, .root = l.root} {}
 
-    // The collective's own task, not a coroutine wrapping it: a frame of
-    // the benchmark's own around every call (one holding every collective's
-    // temporaries, too large for Asio's frame cache) would be timed with it.
-    tutti::task<void> run(buffer_set& b) const {
+    // Calls body with a function that makes this collective's call on a
+    // buffer set; body's coroutine awaits those calls itself. A call returned
+    // as a task<void> (from one function for every collective) would add a
+    // frame of its own to every timed call.
+    template <class Body>
+    auto with_call(Body body) const {
         using tutti::collective;
         const auto& o = options_;
-        if (memcpy_) return copy(b);
+        if (memcpy_) return body([](buffer_set& b) { return copy(b); });
         switch (layout_.kind) {
         case collective::barrier:
         case collective::split:
-            return tutti::barrier(world_, o);
+            return body([&](buffer_set&) { return tutti::barrier(world_, o); });
         case collective::broadcast:
-            return tutti::broadcast(world_, b.send, o);
+            return body([&](buffer_set& b) { return tutti::broadcast(world_, b.send, o); });
         case collective::reduce:
-            return tutti::reduce(world_, b.send, b.recv, tutti::sum, o);
+            return body([&](buffer_set& b) {
+                return tutti::reduce(world_, b.send, b.recv, tutti::sum, o);
+            });
         case collective::all_reduce:
-            return tutti::all_reduce(world_, b.send, b.recv, tutti::sum, o);
+            return body([&](buffer_set& b) {
+                return tutti::all_reduce(world_, b.send, b.recv, tutti::sum, o);
+            });
         case collective::gather:
-            return tutti::gather(world_, b.send, b.recv, o);
+            return body([&](buffer_set& b) { return tutti::gather(world_, b.send, b.recv, o); });
         case collective::scatter:
-            return tutti::scatter(world_, b.send, b.recv, o);
+            return body([&](buffer_set& b) { return tutti::scatter(world_, b.send, b.recv, o); });
         case collective::all_gather:
-            return tutti::all_gather(world_, b.send, b.recv, o);
+            return body(
+                [&](buffer_set& b) { return tutti::all_gather(world_, b.send, b.recv, o); });
         case collective::all_to_all:
-            return tutti::all_to_all(world_, b.send, b.recv, o);
+            return body(
+                [&](buffer_set& b) { return tutti::all_to_all(world_, b.send, b.recv, o); });
         case collective::all_to_allv:
-            return tutti::all_to_allv(world_, b.send, std::span<const std::size_t>(counts_), b.recv,
-                                      std::span<const std::size_t>(counts_), o);
+            return body([&](buffer_set& b) {
+                return tutti::all_to_allv(world_, b.send, std::span<const std::size_t>(counts_),
+                                          b.recv, std::span<const std::size_t>(counts_), o);
+            });
         case collective::reduce_scatter:
-            return tutti::reduce_scatter(world_, b.send, b.recv, tutti::sum, o);
+            return body([&](buffer_set& b) {
+                return tutti::reduce_scatter(world_, b.send, b.recv, tutti::sum, o);
+            });
         case collective::scan:
-            return tutti::scan(world_, b.send, b.recv, tutti::sum, o);
+            return body(
+                [&](buffer_set& b) { return tutti::scan(world_, b.send, b.recv, tutti::sum, o); });
         case collective::exscan:
-            return tutti::exscan(world_, b.send, b.recv, tutti::sum, o);
+            return body([&](buffer_set& b) {
+                return tutti::exscan(world_, b.send, b.recv, tutti::sum, o);
+            });
         }
         throw std::logic_error("tutti-bench: a collective without a call");
     }
@@ -175,13 +190,14 @@ struct timing {
 // The method's loop: one check on fresh buffers, the warm-up, an agreement
 // on how many timed calls fit in the time limit, then the timed calls, each
 // after a barrier and timed alone.
-tutti::task<timing> time_size(tutti::communicator world, const bench_call& call,
+template <class MakeCall>
+tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
                               std::vector<buffer_set>& pool, const layout& l, const settings& s,
                               bool validate) {
     timing t;
     if (validate) {
         co_await tutti::barrier(world);
-        co_await call.run(pool[0]);
+        co_await make_call(pool[0]);
         if (const auto wrong = check(l, pool[0]); !wrong.empty()) {
             fmt::print(stderr, "tutti-bench: WRONG RESULT: {}\n", wrong);
             t.sample.failed = 1;
@@ -194,7 +210,7 @@ tutti::task<timing> time_size(tutti::communicator world, const bench_call& call,
     for (int i = 0; i < t.warmup; ++i) {
         co_await tutti::barrier(world);
         const auto start = clock_type::now();
-        co_await call.run(pool[next++ % pool.size()]);
+        co_await make_call(pool[next++ % pool.size()]);
         warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     if (t.warmup > 0) {
@@ -206,7 +222,7 @@ tutti::task<timing> time_size(tutti::communicator world, const bench_call& call,
     for (int i = 0; i < iterations; ++i) {
         co_await tutti::barrier(world);
         const auto start = clock_type::now();
-        co_await call.run(pool[next++ % pool.size()]);
+        co_await make_call(pool[next++ % pool.size()]);
         seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     t.iterations = iterations;
@@ -276,8 +292,9 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
                 if (kind == tutti::collective::barrier) break;
                 continue;
             }
-            const auto t = tutti::wait(
-                world, time_size(world, call, pool, l, s, s.validate && !c.memcpy_only));
+            const auto t = tutti::wait(world, call.with_call([&](auto make_call) {
+                return time_size(world, make_call, pool, l, s, s.validate && !c.memcpy_only);
+            }));
             const auto samples = tutti::wait(world, tutti::gather(world, t.sample));
             if (lead) {
                 row r{.implementation = c.memcpy_only ? "memcpy" : "tutti",

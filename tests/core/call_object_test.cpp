@@ -1,0 +1,121 @@
+// What a one-part collective's front end returns: an awaitable call object
+// that runs its algorithm as the awaiting coroutine's child. It must behave
+// as the task it replaced: lazy (the generation is taken when it is awaited,
+// not when it is made), run once, convertible to a task<void> to be kept,
+// spawned or waited on, and throwing bad input from the co_await.
+#include <string>
+#include <vector>
+
+#include "support/harness.hpp"
+
+using namespace tutti;
+
+TEST_CASE("call object: generations are taken in await order, not in the order calls are made") {
+    inproc::run(3, [](communicator comm) -> task<void> {
+        std::vector<std::int64_t> summed(4, comm.rank() + 1);
+        std::vector<std::int64_t> sent(2, comm.rank() == 1 ? 42 : 0);
+        // Made in a rank-dependent order, awaited in the same order on every
+        // rank: a call that took its generation when made would pair rank 0's
+        // all_reduce with the other ranks' broadcast.
+        if (comm.rank() == 0) {
+            auto first = all_reduce(comm, summed, sum);
+            auto second = broadcast(comm, sent, root(1));
+            co_await first;
+            co_await second;
+        } else {
+            auto second = broadcast(comm, sent, root(1));
+            auto first = all_reduce(comm, summed, sum);
+            co_await first;
+            co_await second;
+        }
+        CHECK(summed == std::vector<std::int64_t>(4, 1 + 2 + 3));
+        CHECK(sent == std::vector<std::int64_t>(2, 42));
+    });
+}
+
+TEST_CASE("call object: a call made and dropped unawaited takes no generation") {
+    inproc::run(2, [](communicator comm) -> task<void> {
+        std::vector<int> v(3, comm.rank() + 1);
+        if (comm.rank() == 0) {
+            // Were its generation taken, rank 0's all_reduce below would run
+            // as generation 2 against rank 1's generation 1.
+            auto dropped = barrier(comm);
+            auto also_dropped = all_reduce(comm, v, sum);
+        }
+        co_await all_reduce(comm, v, sum);
+        CHECK(v == std::vector<int>(3, 3));
+    });
+}
+
+TEST_CASE("call object: awaiting a call twice is an error that names the collective") {
+    inproc::run(2, [](communicator comm) -> task<void> {
+        std::vector<int> v(2, 1);
+        auto call = all_reduce(comm, v, sum);
+        co_await call;
+        CHECK(v == std::vector<int>(2, 2));
+        std::string message;
+        errc code{};
+        try {
+            co_await call;
+        } catch (const tutti::error& e) {
+            message = e.what();
+            code = e.code();
+        }
+        CHECK(code == errc::invalid_argument);
+        CHECK(message.find("all_reduce") != std::string::npos);
+        CHECK(message.find("awaited already") != std::string::npos);
+        // The communicator is unharmed: the failed await took no generation.
+        co_await all_reduce(comm, v, sum);
+        CHECK(v == std::vector<int>(2, 4));
+    });
+}
+
+TEST_CASE("call object: kept as task<void>, spawned and waited on") {
+    inproc::run(3, [](communicator comm) -> task<void> {
+        std::vector<std::int64_t> a(5, comm.rank());
+        std::vector<std::int64_t> b(5, comm.rank() == 2 ? 7 : 0);
+        std::vector<std::int64_t> gathered(3 * 2, -1);
+        const std::vector<std::int64_t> mine(2, comm.rank() * 10);
+        std::vector<task<void>> calls;
+        calls.push_back(all_reduce(comm, a, sum));
+        calls.push_back(broadcast(comm, b, root(2)));
+        calls.push_back(gather(comm, mine, gathered, root(1)));
+        for (auto& call : calls)
+            co_await call;
+        CHECK(a == std::vector<std::int64_t>(5, 0 + 1 + 2));
+        CHECK(b == std::vector<std::int64_t>(5, 7));
+        if (comm.rank() == 1) CHECK(gathered == std::vector<std::int64_t>{0, 0, 10, 10, 20, 20});
+
+        // Spawned on its own chain; this coroutine learns of its end through
+        // a request the handler completes.
+        std::vector<int> spawned(2, comm.rank() + 1);
+        auto finished = make_request();
+        spawn(co_await asio::this_coro::executor, all_reduce(comm, spawned, sum),
+              [finished](std::exception_ptr e) { finished->complete(e); });
+        co_await finished->wait();
+        CHECK(spawned == std::vector<int>(2, 6));
+    });
+    inproc::run_threads(2, [](communicator comm) {
+        std::vector<int> v(4, comm.rank() + 5);
+        tutti::wait(comm, all_reduce(comm, v, max));
+        CHECK(v == std::vector<int>(4, 6));
+        tutti::wait(comm, barrier(comm));
+    });
+}
+
+TEST_CASE("call object: a bad input throws from the co_await and takes no generation") {
+    inproc::run(2, [](communicator comm) -> task<void> {
+        std::vector<int> send(4, 1), short_recv(3);
+        errc code{};
+        auto call = all_reduce(comm, send, short_recv, sum); // made without complaint
+        try {
+            co_await call;
+        } catch (const tutti::error& e) {
+            code = e.code();
+        }
+        CHECK(code == errc::invalid_count);
+        std::vector<int> recv(4);
+        co_await all_reduce(comm, send, recv, sum);
+        CHECK(recv == std::vector<int>(4, 2));
+    });
+}
