@@ -105,9 +105,9 @@ auto elementwise_reduction(communicator comm, const In& send, Out& recv, Op op,
 // ---- barrier ------------------------------------------------------------
 
 template <call_option... Options>
-auto barrier(communicator comm, Options... options) {
+auto barrier(communicator comm, Options&&... options) {
     return detail::make_single_phase_call<barrier_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [](const communicator& comm, const call_options&, reduction_op&) {
             return detail::prepared_call<barrier_args>{
                 {}, detail::signature_for(collective::barrier, comm, 0)};
@@ -118,9 +118,9 @@ auto barrier(communicator comm, Options... options) {
 
 // The root's data replaces everyone's; same length on every rank.
 template <byte_range R, call_option... Options>
-auto broadcast(communicator comm, R& data, Options... options) {
+auto broadcast(communicator comm, R& data, Options&&... options) {
     return detail::make_single_phase_call<broadcast_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&data](const communicator& comm, const call_options& o, reduction_op&) {
             detail::check_root(comm, collective::broadcast, o.root);
             broadcast_args args{writable_bytes_of(data), o.root};
@@ -133,9 +133,9 @@ auto broadcast(communicator comm, R& data, Options... options) {
 // need not be known outside the root).
 template <class T, call_option... Options>
 requires(!byte_range<T> && trivially_copyable<T>) auto broadcast(communicator comm, T& value,
-                                                                 Options... options) {
+                                                                 Options&&... options) {
     return detail::make_single_phase_call<broadcast_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&value](const communicator& comm, const call_options& o, reduction_op&) {
             detail::check_root(comm, collective::broadcast, o.root);
             return detail::prepared_call<broadcast_args>{
@@ -170,9 +170,9 @@ requires(!byte_range<T> && !trivially_copyable<T> &&
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+auto reduce(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
     return detail::make_single_phase_call<reduce_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv, op = std::move(op)](const communicator& comm, const call_options& o,
                                            reduction_op& erased) {
             using T = detail::element_of<In>;
@@ -194,24 +194,27 @@ auto reduce(communicator comm, const In& send, Out& recv, Op op, Options... opti
 // In place: data holds the contribution, and the result at the root.
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto reduce(communicator comm, R& data, Op op, Options... options) {
+auto reduce(communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
-    return reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    return reduce(std::move(comm), std::as_const(data), data, std::move(op),
+                  std::forward<Options>(options)...);
 }
 
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_reduce(communicator comm, const In& send, Out& recv, Op op, Options... options) {
+auto all_reduce(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
     return detail::elementwise_reduction<all_reduce_args>(
-        std::move(comm), send, recv, std::move(op), detail::make_options(std::move(options)...));
+        std::move(comm), send, recv, std::move(op),
+        detail::make_options(std::forward<Options>(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto all_reduce(communicator comm, R& data, Op op, Options... options) {
+auto all_reduce(communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
-    return all_reduce(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    return all_reduce(std::move(comm), std::as_const(data), data, std::move(op),
+                      std::forward<Options>(options)...);
 }
 
 // ---- gather and all_gather ------------------------------------------------
@@ -219,9 +222,9 @@ auto all_reduce(communicator comm, R& data, Op op, Options... options) {
 // recv (at the root) gets size() blocks of send's length, in rank order.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto gather(communicator comm, const In& send, Out& recv, Options... options) {
+auto gather(communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<gather_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
             detail::check_root(comm, collective::gather, o.root);
             const std::size_t block = std::ranges::size(send);
@@ -277,9 +280,9 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(c
 
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_gather(communicator comm, const In& send, Out& recv, Options... options) {
+auto all_gather(communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<all_gather_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
             const std::size_t block = std::ranges::size(send);
             const auto n = static_cast<std::size_t>(comm.size());
@@ -330,9 +333,9 @@ requires(trivially_copyable<T> ||
 // send (at the root; ignored elsewhere) holds size() blocks of recv's length.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto scatter(communicator comm, const In& send, Out& recv, Options... options) {
+auto scatter(communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<scatter_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
             detail::check_root(comm, collective::scatter, o.root);
             const std::size_t block = std::ranges::size(recv);
@@ -398,9 +401,9 @@ requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator 
 // rank i. send and recv have the same length.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_to_all(communicator comm, const In& send, Out& recv, Options... options) {
+auto all_to_all(communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<all_to_all_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
             const std::size_t count = std::ranges::size(send);
             const auto n = static_cast<std::size_t>(comm.size());
@@ -567,9 +570,9 @@ template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
 auto reduce_scatter(communicator comm, const In& send, Out& recv,
-                    std::span<const std::size_t> counts, Op op, Options... options) {
+                    std::span<const std::size_t> counts, Op op, Options&&... options) {
     return detail::make_single_phase_call<reduce_scatter_args>(
-        std::move(comm), detail::make_options(std::move(options)...),
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv, counts, op = std::move(op)](const communicator& comm, const call_options&,
                                                    reduction_op& erased) {
             using T = detail::element_of<In>;
@@ -624,32 +627,36 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto scan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
-    return detail::elementwise_reduction<scan_args>(std::move(comm), send, recv, std::move(op),
-                                                    detail::make_options(std::move(options)...));
+auto scan(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+    return detail::elementwise_reduction<scan_args>(
+        std::move(comm), send, recv, std::move(op),
+        detail::make_options(std::forward<Options>(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto scan(communicator comm, R& data, Op op, Options... options) {
+auto scan(communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
-    return scan(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    return scan(std::move(comm), std::as_const(data), data, std::move(op),
+                std::forward<Options>(options)...);
 }
 
 // recv on rank r > 0 gets x0 op ... op x(r-1); rank 0's recv is unchanged.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto exscan(communicator comm, const In& send, Out& recv, Op op, Options... options) {
-    return detail::elementwise_reduction<exscan_args>(std::move(comm), send, recv, std::move(op),
-                                                      detail::make_options(std::move(options)...));
+auto exscan(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+    return detail::elementwise_reduction<exscan_args>(
+        std::move(comm), send, recv, std::move(op),
+        detail::make_options(std::forward<Options>(options)...));
 }
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto exscan(communicator comm, R& data, Op op, Options... options) {
+auto exscan(communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
-    return exscan(std::move(comm), std::as_const(data), data, std::move(op), options...);
+    return exscan(std::move(comm), std::as_const(data), data, std::move(op),
+                  std::forward<Options>(options)...);
 }
 
 } // namespace tutti

@@ -84,12 +84,20 @@ inline void apply_option(call_options& o, call_options&& given) {
     o = std::move(given);
 }
 
-// The front ends hand over their own copies (moved: no string copied twice).
+// The coroutine front ends hand over their own copies (moved: no string
+// copied twice); the others forward what they were given.
 template <class... Options>
 requires(call_option<Options>&&...) call_options make_options(Options&&... options) {
-    call_options o;
-    (apply_option(o, std::forward<Options>(options)), ...);
-    return o;
+    // Options passed whole (a benchmark's, a composition's) are taken as
+    // they are, not assigned over defaults: every call makes them.
+    if constexpr (sizeof...(Options) == 1 &&
+                  (std::is_same_v<std::remove_cvref_t<Options>, call_options> && ...)) {
+        return call_options(std::forward<Options>(options)...);
+    } else {
+        call_options o;
+        (apply_option(o, std::forward<Options>(options)), ...);
+        return o;
+    }
 }
 
 // Claims the call's generation and checks what every collective checks.
@@ -161,9 +169,8 @@ struct prepared_call {
 // chooses the algorithm and runs the algorithm's task as the awaiting
 // coroutine's own child, so the algorithm's frame is the call's only one. A
 // front end written as a coroutine cost a second frame per call: its
-// allocation, start, release and the hand-overs between the two (about 185
-// instructions, 4 % of an 8-byte barrier; docs/performance.md, "ninth
-// session").
+// allocation, start, release and the hand-overs between the two (an 8-byte
+// barrier ran 3 % faster without it; docs/performance.md, "ninth session").
 //
 // Like a task it is lazy: nothing happens before it is awaited, and it runs
 // once. Where a task<void> is needed (to keep it, spawn it or wait on it) it
@@ -180,10 +187,8 @@ public:
     // Moved only before it is awaited (into its task<void>, say): the running
     // algorithm refers to the arguments and context inside.
     single_phase_call(single_phase_call&& other)
-        : comm_(std::move(other.comm_)), options_(std::move(other.options_)),
-          prepare_(std::move(other.prepare_)) {
-        if (other.run_) throw_started(Args::kind);
-    }
+        : comm_((other.run_ ? throw_started(Args::kind) : void(), std::move(other.comm_))),
+          options_(std::move(other.options_)), prepare_(std::move(other.prepare_)) {}
     single_phase_call& operator=(single_phase_call&&) = delete;
 
     // Prepared before the awaiting coroutine suspends: a bad input or a
