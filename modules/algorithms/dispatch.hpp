@@ -257,12 +257,17 @@ call_signature signature_of(const communicator& comm, const exscan_args& args);
 // generation(3 * k - 2) on a part for the user's generation k. It is a
 // sub-call: where it names no algorithm, selection chooses with the trees,
 // never with the environment's overrides (which are for the user's call).
+// Like the typed front ends it returns a call object (single_phase_call):
+// awaited, it runs the algorithm as the awaiting coroutine's child.
 template <class Args, call_option... Options>
-task<void> run_collective(communicator comm, Args args, Options... options) {
-    auto o = detail::make_options(std::move(options)...);
+auto run_collective(communicator comm, Args args, Options&&... options) {
+    auto o = detail::make_options(std::forward<Options>(options)...);
     o.algorithm.sub_call = true;
-    auto call = detail::begin_call(comm, Args::kind, o);
-    co_await detail::run_phase(call, 0, args, signature_of(comm, args), o.algorithm);
+    return detail::make_single_phase_call<Args>(
+        std::move(comm), std::move(o),
+        [args](const communicator& comm, const call_options&, reduction_op&) {
+            return detail::prepared_call<Args>{args, signature_of(comm, args)};
+        });
 }
 
 } // namespace tutti

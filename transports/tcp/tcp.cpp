@@ -57,16 +57,14 @@ constexpr std::size_t max_gathered_frames = 64;
 // time. Writes go out in calls of up to 256 KiB: uncapped, they made the
 // 16 MiB broadcast slower, and more than 256 KiB gained nothing
 // (docs/performance.md, "ninth session").
-struct until_done {
+struct per_call_limit {
+    std::size_t bytes;
     std::size_t operator()(const asio::error_code& failed, std::size_t) const noexcept {
-        return failed ? 0 : std::numeric_limits<std::size_t>::max();
+        return failed ? 0 : bytes;
     }
 };
-struct in_calls_of_256k {
-    std::size_t operator()(const asio::error_code& failed, std::size_t) const noexcept {
-        return failed ? 0 : std::size_t{256} * 1024;
-    }
-};
+constexpr per_call_limit read_in_fewest_calls{std::numeric_limits<std::size_t>::max()};
+constexpr per_call_limit write_in_calls_of_256k{std::size_t{256} * 1024};
 // A refused connection means nobody listens there any more: the peer is gone.
 constexpr int refusals_before_lost = 3;
 constexpr auto first_retry_delay = std::chrono::milliseconds(5);
@@ -484,7 +482,7 @@ asio::awaitable<void> core::write_loop(int dest) {
             ++frames;
         }
         asio::error_code ec;
-        co_await asio::async_write(*socket, buffers, in_calls_of_256k{},
+        co_await asio::async_write(*socket, buffers, write_in_calls_of_256k,
                                    asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             // The reader sees the same end and says whether it was a loss.
@@ -837,7 +835,7 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                     if (buffered < n)
                         co_await asio::async_read(
                             *socket, asio::buffer(into.data() + buffered, n - buffered),
-                            until_done{}, asio::use_awaitable);
+                            read_in_fewest_calls, asio::use_awaitable);
                 } catch (...) {
                     if (claimed) claimed->done->complete(std::current_exception());
                     throw;
