@@ -70,6 +70,31 @@ TEST_CASE("call object: awaiting a call twice is an error that names the collect
     });
 }
 
+TEST_CASE("call object: moving a call once awaited is an error that names the collective") {
+    inproc::run(2, [](communicator comm) -> task<void> {
+        std::vector<int> v(2, 1);
+        auto call = broadcast(comm, v, root(1));
+        co_await call;
+        std::string message;
+        errc code{};
+        try {
+            // Its algorithm's context and arguments live inside it: a moved
+            // copy would run the collective again, as a call of its own.
+            auto moved = std::move(call);
+            co_await moved;
+        } catch (const tutti::error& e) {
+            message = e.what();
+            code = e.code();
+        }
+        CHECK(code == errc::invalid_argument);
+        CHECK(message.find("broadcast") != std::string::npos);
+        CHECK(message.find("awaited already") != std::string::npos);
+        // No generation was taken: the next call pairs up on every rank.
+        co_await all_reduce(comm, v, sum);
+        CHECK(v == std::vector<int>(2, 2));
+    });
+}
+
 TEST_CASE("call object: kept as task<void>, spawned and waited on") {
     inproc::run(3, [](communicator comm) -> task<void> {
         std::vector<std::int64_t> a(5, comm.rank());
