@@ -1420,8 +1420,12 @@ void endpoint::lose(int peer, bool clean) {
     if (p.active && p.claimed) p.claimed->done->complete(failure);
     p = partial{};
     // A peer that vanished without closing leaves its collectives unfinished
-    // for everyone: fail every pending and later receive, naming it.
-    if (!clean) mailbox_.fail(failure);
+    // for everyone: fail every pending and later receive, naming it, and the
+    // sends still waiting on other peers too. A live peer that failed on the
+    // same loss reads no more of them, so such a send would otherwise hold
+    // its caller until that peer exits, and the caller would name the
+    // wrong rank.
+    if (!clean) fail_all(failure);
 }
 
 void endpoint::fail_all(const std::exception_ptr& failure) {

@@ -3,6 +3,7 @@
 // or raw sends with tutti's progress engine, and report through their
 // exit status (details on stderr). The parent asserts on the statuses and
 // that no segment is left in /dev/shm.
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
@@ -716,6 +717,54 @@ TEST_CASE("shm: a rank killed mid-job makes the others fail with peer_lost namin
         }
         CHECK_FALSE(segment_exists(job));
     }
+}
+
+// A send waiting on a live peer that stopped progressing (as a rank that
+// failed on the same loss does) must fail when a third rank crashes, naming
+// the crash; it used to wait until the live peer exited and then named it.
+TEST_CASE("shm: a crash fails sends pending to live peers too, naming the crashed rank") {
+    const auto job = unique_job();
+    // Set by rank 0 once its send failed, so that rank 1 stays until then.
+    auto* concluded = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
+                                                          PROT_READ | PROT_WRITE,
+                                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    REQUIRE(concluded != MAP_FAILED);
+    new (concluded) std::atomic<int>(0);
+    auto outcomes = run_ranks(
+        3,
+        [concluded](fork_bootstrap& boot) {
+            asio::io_context io;
+            auto t = shm::create_transport(boot, io);
+            std::vector<std::byte> data(1 << 20, std::byte{7});
+            request pending;
+            if (boot.rank() == 0) pending = t->isend(1, header_for(0, 0, data.size()), data);
+            boot.all_gather({}); // the send is under way before anyone stops
+            if (boot.rank() == 2) raise(SIGKILL);
+            if (boot.rank() == 1) {
+                // Alive but never receiving, then gone without closing.
+                for (int ms = 0; ms < 10000 && concluded->load() == 0; ++ms)
+                    usleep(1000);
+                _exit(0);
+            }
+            try {
+                drive(*t, io, [&]() -> task<void> { co_await pending->wait(); }());
+            } catch (const error& e) {
+                concluded->store(1);
+                expect(e.code() == errc::peer_lost,
+                       fmt::format("failed with {}: {}", to_string(e.code()), e.what()));
+                expect(std::string(e.what()).find("rank 2 ") != std::string::npos,
+                       fmt::format("the failure does not name rank 2: {}", e.what()));
+                return;
+            }
+            concluded->store(1);
+            throw std::runtime_error("a send to a rank that never received completed");
+        },
+        job);
+    munmap(concluded, sizeof(std::atomic<int>));
+    CHECK(outcomes[0].exit_code == 0);
+    CHECK(outcomes[1].exit_code == 0);
+    CHECK(outcomes[2].signal == SIGKILL);
+    CHECK_FALSE(segment_exists(job));
 }
 
 TEST_CASE("shm: a rank dying during setup leaves no segment behind") {
