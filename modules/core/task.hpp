@@ -18,7 +18,9 @@
 //
 // Inside a task one may co_await another task, a request's wait(), and
 // asio::this_coro::executor. Asio's own operations (sockets, timers) are
-// awaited in asio::awaitable coroutines, as tutti's TCP transport does.
+// awaited in asio::awaitable coroutines, as tutti's TCP transport does; a
+// task that co_awaits an asio::awaitable does not compile, and the error
+// says so.
 #pragma once
 
 #include <concepts>
@@ -81,6 +83,19 @@ private:
     chain* owner_;
 };
 
+template <class>
+struct is_asio_awaitable : std::false_type {};
+template <class T, class Executor>
+struct is_asio_awaitable<asio::awaitable<T, Executor>> : std::true_type {
+    // What await_transform gives back for one, so that the static_assert
+    // there is the only error.
+    struct rejected {
+        bool await_ready() const noexcept { return true; }
+        void await_suspend(std::coroutine_handle<>) const noexcept {}
+        T await_resume() const; // never defined: no program gets this far
+    };
+};
+
 // The part of a promise every tutti coroutine has.
 class promise_base {
 public:
@@ -116,8 +131,22 @@ public:
         return {chain_->executor};
     }
     template <class Awaitable>
-    Awaitable&& await_transform(Awaitable&& awaited) const noexcept {
-        return std::forward<Awaitable>(awaited);
+    requires(!is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value) Awaitable &&
+        await_transform(Awaitable&& awaited)
+    const noexcept { return std::forward<Awaitable>(awaited); }
+    // Asio resumes an awaitable only from a coroutine of its own. Without
+    // this overload the compiler's complaint would be that await_suspend
+    // cannot take a tutti promise, which does not say what to do.
+    template <class Awaitable>
+    requires is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value auto
+    await_transform(Awaitable&&) const noexcept {
+        static_assert(!is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value,
+                      "tutti: a tutti::task cannot co_await an asio::awaitable (an Asio "
+                      "operation given asio::use_awaitable, or an awaitable coroutine). Await "
+                      "it in an asio::awaitable coroutine and start the tutti work from there "
+                      "with co_await tutti::spawn(executor, work, asio::use_awaitable).");
+        // Never built: only keeps the compiler from a second, cryptic error.
+        return typename is_asio_awaitable<std::remove_cvref_t<Awaitable>>::rejected{};
     }
 
     // The chain this coroutine runs in; set when it is awaited or spawned.
