@@ -6,11 +6,16 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <fstream>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -184,6 +189,26 @@ struct peer {
     std::exception_ptr failure; // why sends to it fail (closed or lost)
 };
 
+// options::congestion_control's choice for a connection within this host.
+constexpr std::string_view within_host_congestion_control = "reno";
+
+// A congestion control named in the options or the environment must exist
+// here: a misspelt name would otherwise be dropped without a word.
+void check_congestion_control(const std::string& name) {
+    if (name.empty() || name == "system") return;
+    std::ifstream file("/proc/sys/net/ipv4/tcp_available_congestion_control");
+    if (!file) return; // this system does not say; setsockopt will tell
+    std::string available;
+    std::getline(file, available);
+    std::istringstream names(available);
+    for (std::string one; names >> one;)
+        if (one == name) return;
+    throw error(errc::invalid_argument,
+                fmt::format("tcp transport: congestion control '{}' is not available here (this "
+                            "system has: {}; or \"system\" for its default)",
+                            name, available));
+}
+
 class core : public std::enable_shared_from_this<core> {
 public:
     core(bootstrap& boot, asio::io_context& context, options opts);
@@ -231,6 +256,7 @@ private:
     asio::awaitable<void> greet(socket_ptr socket);
     asio::awaitable<void> connect_to(int dest);
     void commit(int r, socket_ptr socket);
+    void choose_congestion_control(ip::tcp::socket& socket);
     asio::awaitable<void> write_frame(ip::tcp::socket& socket, frame_kind kind,
                                       std::span<const std::byte> payload);
     asio::awaitable<std::vector<std::byte>> read_frame(ip::tcp::socket& socket, frame_kind want,
@@ -263,8 +289,9 @@ private:
     tcp::counters counters_;
     std::size_t woken_ = 0;
     bool busy_poll_ = false;
-    bool shutting_down_ = false; // goodbyes sent, waiting for the peers' ends
-    bool closing_ = false;       // sockets closed, coroutines ending
+    std::string congestion_control_; // options::congestion_control, or the environment's
+    bool shutting_down_ = false;     // goodbyes sent, waiting for the peers' ends
+    bool closing_ = false;           // sockets closed, coroutines ending
     std::exception_ptr first_loss_;
 
     // Messages delivered before their receive was posted: how many bytes the
@@ -288,6 +315,8 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
     limits_ = {opts_.max_frame_payload, size_};
     busy_poll_ = opts_.busy_poll;
     if (auto poll = environment("TUTTI_TCP_BUSY_POLL")) busy_poll_ = *poll != "0";
+    congestion_control_ = environment("TUTTI_TCP_CONGESTION").value_or(opts_.congestion_control);
+    check_congestion_control(congestion_control_);
     peers_.resize(static_cast<std::size_t>(size_));
 
     // Where to listen: the options, the environment, the bootstrap, the host.
@@ -698,10 +727,39 @@ asio::awaitable<void> core::connect_to(int dest) {
                                  name, opts_.connect_timeout.count(), last));
 }
 
+// See options::congestion_control. Set after the handshake, on the
+// connection that carries the job's data; a refusal is not an error (the
+// connection works as well with the system's choice, only slower).
+void core::choose_congestion_control(ip::tcp::socket& socket) {
+#ifdef TCP_CONGESTION
+    std::string name = congestion_control_;
+    if (name.empty()) {
+        asio::error_code local_error, remote_error;
+        const auto local = socket.local_endpoint(local_error);
+        const auto remote = socket.remote_endpoint(remote_error);
+        if (!local_error && !remote_error && local.address() == remote.address())
+            name = within_host_congestion_control;
+    }
+    const int fd = socket.native_handle();
+    if (!name.empty() && name != "system" &&
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                   static_cast<socklen_t>(name.size())) != 0)
+        debug("rank {}: TCP congestion control '{}' refused ({}); the system's default stays",
+              rank_, name, std::strerror(errno));
+    std::array<char, 16> in_use{};
+    auto length = static_cast<socklen_t>(in_use.size() - 1);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, in_use.data(), &length) == 0)
+        counters_.congestion_control = in_use;
+#else
+    (void)socket;
+#endif
+}
+
 void core::commit(int r, socket_ptr socket) {
     auto& p = peer_of(r);
     asio::error_code ec;
     socket->non_blocking(true, ec);
+    choose_congestion_control(*socket);
     p.socket = socket;
     p.state = peer_state::up;
     p.reader_done = false;

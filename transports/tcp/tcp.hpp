@@ -11,6 +11,7 @@
 // errc::peer_lost naming it.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -48,12 +49,30 @@ struct options {
     // collectives take half the time or less (docs/transport-tcp.md).
     // TUTTI_TCP_BUSY_POLL=1 or 0 overrides it.
     bool busy_poll = true;
+    // The congestion control of this rank's connections (Linux's
+    // TCP_CONGESTION), set once a connection is up:
+    // - "" (the default): reno on a connection whose two ends have the same
+    //   address, that is within this host, and the system's default on the
+    //   others. BBR, a common default, paces every burst at the rate it last
+    //   measured; over loopback 1 and 16 MiB collectives took up to 1.9
+    //   times as long with it (docs/transport-tcp.md). Reno is the one every
+    //   process may choose, and with nothing lost it only grows its window.
+    // - "system": the system's default on every connection.
+    // - a name: that one on every connection; it must be one of
+    //   /proc/sys/net/ipv4/tcp_available_congestion_control. One that is not
+    //   allowed to this process (tcp_allowed_congestion_control) leaves the
+    //   system's default.
+    // TUTTI_TCP_CONGESTION overrides it.
+    std::string congestion_control;
 };
 
 // What happened on this rank's connections, for tests and tutti-info.
 struct counters {
     std::uint64_t frames_sent = 0, frames_received = 0, connections = 0, rejected_connections = 0,
                   bad_frames = 0;
+    // The congestion control of the last connection made, as its socket
+    // reports it ("" before the first, or where the system cannot tell).
+    std::array<char, 16> congestion_control{};
 };
 
 class transport : public tutti::transport {

@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -141,7 +142,7 @@ asio::awaitable<void> write_raw(ip::tcp::socket& s, std::vector<std::byte> bytes
 }
 
 asio::awaitable<void> write_frame(ip::tcp::socket& s, tcp::frame_kind kind, message_header m,
-                       std::vector<std::byte> payload) {
+                                  std::vector<std::byte> payload) {
     m.bytes = payload.size();
     const auto header = tcp::encode_frame_header({kind, m});
     std::vector<std::byte> bytes(header.begin(), header.end());
@@ -161,8 +162,8 @@ asio::awaitable<std::vector<std::byte>> read_payload(ip::tcp::socket& s, tcp::fr
 
 // Connects to the transport; with a secret, proves it as rank `me` and
 // checks the transport's proof. Returns the socket either way.
-asio::awaitable<std::shared_ptr<ip::tcp::socket>> connect(std::string endpoint, const std::string& secret,
-                                               int me = 1, bool handshake = true) {
+asio::awaitable<std::shared_ptr<ip::tcp::socket>>
+connect(std::string endpoint, const std::string& secret, int me = 1, bool handshake = true) {
     auto executor = co_await asio::this_coro::executor;
     auto s = std::make_shared<ip::tcp::socket>(executor);
     const auto colon = endpoint.rfind(':');
@@ -407,4 +408,67 @@ TEST_CASE("tcp transport: bad options are refused with the reason") {
     o.connect_timeout = std::chrono::milliseconds(0);
     CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o), doctest::Contains("connect_timeout"),
                          error);
+}
+
+namespace {
+
+// The congestion control a connection from a hand-driven peer got, once a
+// message over it has arrived (the transport sets it as the connection
+// comes up).
+std::string congestion_control_after_a_message(const tcp::options& o) {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9"});
+    auto t = tcp::create_transport(boot, io, o);
+    std::vector<std::byte> into(8);
+    auto waiting = t->irecv(data_header(1, into.size()), into);
+    auto s = run(io, connect(t->endpoint(), secret_hex));
+    run(io, write_frame(*s, tcp::frame_kind::data, data_header(1, 0), pattern(8, 1)));
+    CHECK(outcome(io, waiting).empty());
+    return t->counters().congestion_control.data();
+}
+
+std::string system_congestion_control() {
+    std::ifstream file("/proc/sys/net/ipv4/tcp_congestion_control");
+    std::string name;
+    std::getline(file, name);
+    return name;
+}
+
+// Whether the options can be tested here: the environment overrides them,
+// and a system that does not report its algorithm cannot be compared with.
+bool congestion_control_testable() {
+    if (std::getenv("TUTTI_TCP_CONGESTION")) {
+        MESSAGE("TUTTI_TCP_CONGESTION is set, which overrides the options tested here");
+        return false;
+    }
+    if (system_congestion_control().empty()) {
+        MESSAGE("this system does not report its TCP congestion control");
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("tcp transport: a connection within the host runs reno unless told otherwise") {
+    if (!congestion_control_testable()) return;
+    auto o = test_options();
+    // Both ends at 127.0.0.1: within this host.
+    CHECK(congestion_control_after_a_message(o) == "reno");
+    o.congestion_control = "system";
+    CHECK(congestion_control_after_a_message(o) == system_congestion_control());
+    o.congestion_control = "reno";
+    CHECK(congestion_control_after_a_message(o) == "reno");
+}
+
+TEST_CASE("tcp transport: an unknown congestion control is refused, naming the ones there are") {
+    if (!congestion_control_testable()) return;
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9"});
+    auto o = test_options();
+    o.congestion_control = "no-such-algorithm";
+    CHECK_THROWS_WITH_AS(
+        tcp::create_transport(boot, io, o),
+        doctest::Contains("congestion control 'no-such-algorithm' is not available here"), error);
+    CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o), doctest::Contains("reno"), error);
 }
