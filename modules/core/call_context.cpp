@@ -41,6 +41,20 @@ request call_context::irecv_any_size(int peer, std::uint64_t step) const {
     return comm_->transport().irecv_any_size(header(comm_->world_rank(peer), step, 0));
 }
 
+task<void> call_context::abandon(std::span<const request> receives,
+                                 std::span<const request> sends) const {
+    auto& t = comm_->transport();
+    std::vector<request> left(sends.begin(), sends.end());
+    for (const auto& r : receives)
+        if (r && !r->done() && !t.withdraw(r)) left.push_back(r);
+    std::erase_if(left, [](const request& r) { return !r; });
+    try {
+        co_await wait_all(left);
+    } catch (...) {
+        // Dropped: see the declaration.
+    }
+}
+
 namespace {
 
 // The part of a step that did not complete at once: wait_all's semantics,

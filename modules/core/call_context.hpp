@@ -101,6 +101,15 @@ public:
     request irecv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
 
+    // For an algorithm that failed with requests still pending: withdraws
+    // the receives no message has reached yet, then waits for the other
+    // receives and the sends, so that no transport touches the caller's
+    // buffers once the call has thrown. Their own failures are dropped; the
+    // algorithm rethrows the one that made it give up. (Waiting for the
+    // receives instead could wait forever: after a failure their messages
+    // may never be sent.)
+    task<void> abandon(std::span<const request> receives, std::span<const request> sends) const;
+
     message_step send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
     message_step recv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     task<std::vector<std::byte>> recv_any_size(int peer, std::uint64_t step) const;

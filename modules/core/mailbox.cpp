@@ -283,6 +283,21 @@ void mailbox::fail_source(std::int32_t source, std::exception_ptr failure) {
         r->complete(failure);
 }
 
+bool mailbox::withdraw(const request& receive) {
+    {
+        std::lock_guard lock(mutex_);
+        const auto found = std::find_if(posted_.begin(), posted_.end(),
+                                        [&](const auto& r) { return r.done == receive; });
+        if (found == posted_.end()) return false;
+        posted_.erase(found);
+    }
+    // Nobody waits for it: its algorithm reports the failure that made it
+    // give up. The text is for a debugger's eyes.
+    receive->complete(std::make_exception_ptr(
+        error(errc::invalid_argument, "a receive withdrawn after its call failed")));
+    return true;
+}
+
 std::vector<std::string> mailbox::pending() const {
     std::vector<std::string> lines;
     std::lock_guard lock(mutex_);

@@ -89,6 +89,11 @@ public:
     // that closed on purpose while others still wait for it).
     void fail_source(std::int32_t source, std::exception_ptr failure);
 
+    // Takes a posted receive back if no message has been matched to it yet:
+    // true then, and it completes failed (nothing will write into its
+    // buffer); false if it is no longer posted (done, or being filled).
+    bool withdraw(const request& receive);
+
     // One line per receive still waiting, for deadlock and timeout reports.
     std::vector<std::string> pending() const;
 

@@ -50,6 +50,13 @@ public:
     // the same step, fails the request with a tutti::error that says so.
     virtual request irecv(const message_header& expected, std::span<std::byte> into) = 0;
 
+    // Takes a receive of this transport back before any message is matched
+    // to it, for an algorithm that gives up after an earlier failure: true
+    // when it is withdrawn (it completes failed, and nothing will write into
+    // its buffer), false when it is done or may still be written (wait for
+    // it then). Transports that cannot say false.
+    virtual bool withdraw(const request& /*receive*/) { return false; }
+
     // Receives a message whose length only the sender knows; the request's
     // payload holds it.
     virtual request irecv_any_size(const message_header& expected) = 0;

@@ -1,6 +1,8 @@
 // broadcast: every algorithm, sizes 1..17, 31, 64, counts 0, 1, 7, 3001 and
 // roots 0, p/2, p-1: every rank ends with exactly the root's data, also for
 // byte lengths that do not split evenly over the ranks.
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -100,4 +102,29 @@ TEST_CASE("broadcast: long buffers, in many segments and a short last one, every
             }
         }
     }
+}
+
+TEST_CASE("broadcast pipeline: a rank holding more than the rank before it fails alone") {
+    // Ranks 0 and 1 hold 9 segments, the last of 64 KiB; rank 2 holds 16
+    // whole ones. Rank 2's receive of the short segment fails at once with
+    // a size mismatch, and the receives it posted for later segments, whose
+    // messages nobody sends, are taken back rather than waited for; ranks 0
+    // and 1 finish as usual.
+    const std::size_t segment = 128 * 1024;
+    tutti::testing::run_ranks(3, [&](communicator comm) -> task<void> {
+        const std::size_t n = comm.rank() == 2 ? 16 * segment : 8 * segment + segment / 2;
+        std::vector<std::uint8_t> data(n, comm.rank() == 0 ? 7 : 0);
+        std::optional<errc> failed;
+        try {
+            co_await broadcast(comm, data, root{0}, use("pipeline"));
+        } catch (const tutti::error& e) {
+            failed = e.code();
+        }
+        if (comm.rank() == 2) {
+            CHECK(failed == errc::message_size_mismatch);
+        } else {
+            CHECK_FALSE(failed);
+            CHECK(std::count(data.begin(), data.end(), 7) == static_cast<std::ptrdiff_t>(n));
+        }
+    });
 }

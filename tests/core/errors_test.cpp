@@ -181,3 +181,45 @@ TEST_CASE("a failing rank makes the others fail with peer_lost, and the cause is
                          "rank 3 gives up", std::runtime_error);
     CHECK(lost == 3);
 }
+
+// A pipelined broadcast whose last rank holds a longer buffer than the rank
+// before it: its receive of that rank's short last segment fails at once,
+// while the receives it posted for later segments wait for messages nobody
+// will send. The failure must come promptly (not as a deadlock report), and
+// the receives posted ahead must be taken back, not left in the mailbox.
+TEST_CASE("a failed pipelined broadcast takes back the receives it posted ahead") {
+    const std::size_t segment = 128 * 1024;
+    auto w = std::make_shared<inproc::world>(3);
+    asio::io_context context;
+    std::vector<std::exception_ptr> failures(3);
+    int finished = 0;
+    for (int r = 0; r < 3; ++r) {
+        communicator comm(w->endpoint(r, context));
+        // Ranks 0 and 1: 9 segments, the last of 64 KiB; rank 2: 16 whole ones.
+        const std::size_t n = r == 2 ? 16 * segment : 8 * segment + segment / 2;
+        spawn(
+            context,
+            [](communicator comm, std::size_t n) -> task<void> {
+                std::vector<std::uint8_t> buffer(n, static_cast<std::uint8_t>(comm.rank()));
+                co_await broadcast(comm, buffer, root{0}, use("pipeline"));
+            }(comm, n),
+            [&failures, &finished, r](std::exception_ptr e) {
+                failures[static_cast<std::size_t>(r)] = e;
+                ++finished;
+            });
+    }
+    // Every event comes from this thread: a quiet spell means nothing more
+    // will happen.
+    while (finished < 3 && context.run_one_for(std::chrono::milliseconds(500)) > 0) {
+    }
+    REQUIRE(finished == 3);
+    CHECK_FALSE(failures[0]);
+    CHECK_FALSE(failures[1]);
+    REQUIRE(failures[2]);
+    try {
+        std::rethrow_exception(failures[2]);
+    } catch (const tutti::error& e) {
+        CHECK(e.code() == errc::message_size_mismatch);
+    }
+    CHECK(w->pending().empty());
+}

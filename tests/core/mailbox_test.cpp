@@ -229,3 +229,24 @@ TEST_CASE("fail() fails every pending and later receive but keeps queued message
     CHECK(queued->done());
     CHECK(into == bytes({42}));
 }
+
+TEST_CASE("a withdrawn receive fails, leaves the list, and its message is kept, not written") {
+    mailbox box;
+    std::vector<std::byte> into(2, std::byte{0});
+    auto first = box.post(header(1, 0, 2, 2), into, false);
+    auto second = box.post(header(1, 1, 2, 2), into, false);
+    REQUIRE(box.pending().size() == 2);
+    CHECK(box.withdraw(second));
+    CHECK(second->done());
+    CHECK(box.pending().size() == 1);
+    CHECK_FALSE(box.withdraw(second)); // no longer posted
+    // Its message arrives after all: kept for a receive, not copied.
+    box.deliver(header(1, 1, 2, 2), bytes({4, 5}));
+    CHECK(into == bytes({0, 0}));
+    // A receive that got its message cannot be withdrawn.
+    box.deliver(header(1, 0, 2, 2), bytes({1, 2}));
+    CHECK(first->done());
+    CHECK(into == bytes({1, 2}));
+    CHECK_FALSE(box.withdraw(first));
+    CHECK(box.pending().empty());
+}

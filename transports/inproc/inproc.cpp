@@ -45,6 +45,10 @@ public:
         return world_->mailbox_of(rank_).post(expected, {}, true);
     }
 
+    bool withdraw(const request& receive) override {
+        return world_->mailbox_of(rank_).withdraw(receive);
+    }
+
 private:
     std::shared_ptr<world> world_;
     int rank_;
@@ -153,7 +157,7 @@ void run(int size, const std::function<task<void>(communicator)>& body) {
     for (int r = 0; r < size; ++r) {
         communicator comm(w->endpoint(r, context));
         spawn(context, body(comm),
-                       [&result, &w, r](std::exception_ptr e) { result.record(*w, r, e); });
+              [&result, &w, r](std::exception_ptr e) { result.record(*w, r, e); });
     }
     // A suspended rank's completion handler counts as work for Asio, so
     // run() would never return from a deadlock. Every event here comes from

@@ -336,6 +336,7 @@ public:
     request irecv_any_size(const message_header& expected) override {
         return mailbox_.post(expected, {}, true);
     }
+    bool withdraw(const request& receive) override { return mailbox_.withdraw(receive); }
     try_result try_recv(const message_header& expected, std::span<std::byte> into) override {
         return mailbox_.take_arrived(expected, into) ? try_result::received : try_result::not_yet;
     }

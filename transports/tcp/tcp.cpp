@@ -223,6 +223,8 @@ public:
 
     request isend(int dest, const message_header& header, std::span<const std::byte> data);
     request irecv(const message_header& expected, std::span<std::byte> into, bool any_size);
+    // A receive being read into is no longer posted: the mailbox says false.
+    bool withdraw(const request& receive) { return mailbox_.withdraw(receive); }
     std::size_t progress() {
         const auto n = woken_;
         woken_ = 0;
@@ -1086,6 +1088,7 @@ public:
     request irecv_any_size(const message_header& expected) override {
         return core_->irecv(expected, {}, true);
     }
+    bool withdraw(const request& receive) override { return core_->withdraw(receive); }
     std::size_t progress() override { return core_->progress(); }
     void await_activity(std::chrono::microseconds limit) override { core_->await_activity(limit); }
     // Polled (options::busy_poll), the progress engine spins and yields

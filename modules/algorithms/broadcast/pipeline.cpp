@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <exception>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
@@ -60,13 +61,25 @@ task<void> pipeline(const call_context& ctx, const broadcast_args& a) {
     const int previous = actual_rank(vr - 1, a.root, p);
     std::deque<request> receives;
     std::size_t posted = 0;
+    std::exception_ptr failed;
     for (std::size_t k = 0; k < segments; ++k) {
         for (; posted < segments && posted < k + receives_ahead; ++posted)
             receives.push_back(ctx.irecv(previous, posted, piece(posted)));
         const request arrived = receives.front();
         receives.pop_front();
-        if (arrived->must_wait()) co_await arrived->wait();
+        try {
+            if (arrived->must_wait()) co_await arrived->wait();
+        } catch (...) {
+            failed = std::current_exception();
+            break;
+        }
         if (forwards) sends.push_back(ctx.isend(next, k, piece(k)));
+    }
+    if (failed) {
+        // The receives posted ahead would still write into the buffer.
+        const std::vector<request> ahead(receives.begin(), receives.end());
+        co_await ctx.abandon(ahead, sends);
+        std::rethrow_exception(failed);
     }
     co_await wait_all(sends);
 }
