@@ -38,6 +38,7 @@ public:
 
 private:
     unsigned rounds_ = 0;
+    unsigned look_every_ = 1; // idle rounds between looks at the clock (and yields)
     clock::time_point idle_since_{};
     std::chrono::microseconds spin_{};
 };
