@@ -123,6 +123,10 @@ struct rank_block {
     std::uint32_t bell;
     std::uint32_t sleeping;
     std::uint32_t closed; // set when the rank shut its transport down on purpose
+    // 1 + the rank whose crash this rank saw first, 0 before. From then on
+    // it reads no peer's memory, so its peers fail the sends it has not
+    // read: it may be too busy failing to read them ever.
+    std::uint32_t failed_on;
 };
 
 bool debug_enabled() {
@@ -463,6 +467,8 @@ private:
     bool exited(int r);
     void check_liveness();
     void lose(int peer, bool clean);
+    void fail_sends_to(int peer, std::uint32_t failed_on);
+    void fail_sends(int peer, const std::exception_ptr& failure);
     void fail_all(const std::exception_ptr& failure);
     // Recounts cma_to_any_ after cma_to_ changed.
     void note_single_copy() {
@@ -488,6 +494,8 @@ private:
     std::vector<char> cannot_help_; // per receiver: writing into its memory failed
     bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
     std::vector<char> lost_;        // per peer: found gone
+    std::vector<char> peer_failed_; // per peer: its failed_on was seen, its sends failed
+    bool failed_ = false;           // this rank saw a crash (rank_block::failed_on)
     std::vector<pollfd> pidfds_;    // per peer, fd -1 where pidfd_open is unavailable
 
     mailbox mailbox_{mailbox::threads::owner_only};
@@ -512,6 +520,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     out_.resize(n);
     in_.resize(n);
     lost_.assign(n, 0);
+    peer_failed_.assign(n, 0);
     cma_to_.assign(n, 0);
     map_to_.assign(n, opts_.use_mapped ? 1 : 0);
     cannot_help_.assign(n, 0);
@@ -1209,6 +1218,9 @@ void endpoint::queue_control(int dest, cell_type type, std::uint64_t token) {
 // Reads a rendezvous message into its posted receive, or (stage) into a
 // staging buffer; false when its receive is not posted and stage is false.
 bool endpoint::single_copy(rendezvous& r, bool stage) {
+    // Its peers fail their sends to a failed rank once they see it failed
+    // (check_liveness): none of their memory may be read after that.
+    if (failed_) return true;
     auto claimed = mailbox_.claim(r.header);
     if (!claimed && !stage) return false;
     std::vector<std::byte> staging;
@@ -1384,6 +1396,12 @@ void endpoint::check_liveness() {
         drain(r);
         lose(r, closed(r));
     }
+    for (int r = 0; r < size_; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (r == rank_ || lost_[i] || peer_failed_[i]) continue;
+        if (const auto on = std::atomic_ref(block(r).failed_on).load(std::memory_order_acquire))
+            fail_sends_to(r, on);
+    }
 }
 
 void endpoint::lose(int peer, bool clean) {
@@ -1398,19 +1416,8 @@ void endpoint::lose(int peer, bool clean) {
     // because of it: name the crash, not them.
     if (!clean && !first_crash_) first_crash_ = failure;
     if (clean && first_crash_) failure = first_crash_;
-    auto& o = out_[i];
-    for (auto& s : o.sends)
-        s.done->complete(failure);
-    o.sends.clear();
-    o.control.clear();
-    for (auto it = awaiting_ack_.begin(); it != awaiting_ack_.end();) {
-        if (it->second.first == peer) {
-            it->second.second.done->complete(failure);
-            it = awaiting_ack_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    fail_sends(peer, failure);
+    out_[i].control.clear();
     std::erase_if(unclaimed_, [&](const rendezvous& r) { return r.source == peer; });
     std::erase_if(reserved_, [&](const reserved& r) {
         if (r.source != peer) return false;
@@ -1421,12 +1428,49 @@ void endpoint::lose(int peer, bool clean) {
     if (p.active && p.claimed) p.claimed->done->complete(failure);
     p = partial{};
     // A peer that vanished without closing leaves its collectives unfinished
-    // for everyone: fail every pending and later receive, naming it, and the
-    // sends still waiting on other peers too. A live peer that failed on the
-    // same loss reads no more of them, so such a send would otherwise hold
-    // its caller until that peer exits, and the caller would name the
-    // wrong rank.
-    if (!clean) fail_all(failure);
+    // for everyone: fail every pending and later receive, naming it. Sends
+    // to live peers stay: a peer may be reading one right now. Saying that
+    // this rank failed lets them fail their sends to it instead.
+    if (clean) return;
+    mailbox_.fail(failure);
+    if (!failed_) {
+        failed_ = true;
+        std::atomic_ref(block(rank_).failed_on)
+            .store(static_cast<std::uint32_t>(peer) + 1, std::memory_order_release);
+    }
+}
+
+// A live peer failed on a crash (rank_block::failed_on): it will read none of
+// the messages we sent it, so those sends fail, naming the crash.
+void endpoint::fail_sends_to(int peer, std::uint32_t failed_on) {
+    const auto i = static_cast<std::size_t>(peer);
+    peer_failed_[i] = 1;
+    auto failure = first_crash_;
+    if (!failure) {
+        const auto crashed = static_cast<std::size_t>(failed_on - 1);
+        failure = std::make_exception_ptr(
+            error(errc::peer_lost, crashed < pids_.size()
+                                       ? fmt::format("rank {} (pid {}) exited, as rank {} found",
+                                                     failed_on - 1, pids_[crashed], peer)
+                                       : fmt::format("rank {} failed on a lost peer", peer)));
+    }
+    fail_sends(peer, failure);
+}
+
+// Fails what we send to `peer`: queued, and waiting for it to read.
+void endpoint::fail_sends(int peer, const std::exception_ptr& failure) {
+    auto& o = out_[static_cast<std::size_t>(peer)];
+    for (auto& s : o.sends)
+        s.done->complete(failure);
+    o.sends.clear();
+    for (auto it = awaiting_ack_.begin(); it != awaiting_ack_.end();) {
+        if (it->second.first == peer) {
+            it->second.second.done->complete(failure);
+            it = awaiting_ack_.erase(it);
+        } else {
+            ++it;
+        }
+    }
 }
 
 void endpoint::fail_all(const std::exception_ptr& failure) {

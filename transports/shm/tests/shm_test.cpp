@@ -719,10 +719,11 @@ TEST_CASE("shm: a rank killed mid-job makes the others fail with peer_lost namin
     }
 }
 
-// A send waiting on a live peer that stopped progressing (as a rank that
-// failed on the same loss does) must fail when a third rank crashes, naming
-// the crash; it used to wait until the live peer exited and then named it.
-TEST_CASE("shm: a crash fails sends pending to live peers too, naming the crashed rank") {
+// A rank that failed on a crash (as a collective does when a peer dies) may
+// be busy failing for a long time and read none of the messages sent to it.
+// A send waiting for it must then fail, naming the crash: it used to wait
+// until that rank exited and then named it instead.
+TEST_CASE("shm: a send to a rank that failed on a crash fails, naming the crash") {
     const auto job = unique_job();
     // Set by rank 0 once its send failed, so that rank 1 stays until then.
     auto* concluded = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
@@ -734,14 +735,27 @@ TEST_CASE("shm: a crash fails sends pending to live peers too, naming the crashe
         3,
         [concluded](fork_bootstrap& boot) {
             asio::io_context io;
-            auto t = shm::create_transport(boot, io);
+            shm::options o;
+            // Rank 1 must not read rank 0's message on its own before the
+            // crash makes it fail.
+            o.stage_unclaimed_after = std::chrono::seconds(30);
+            auto t = shm::create_transport(boot, io, o);
             std::vector<std::byte> data(1 << 20, std::byte{7});
             request pending;
             if (boot.rank() == 0) pending = t->isend(1, header_for(0, 0, data.size()), data);
             boot.all_gather({}); // the send is under way before anyone stops
             if (boot.rank() == 2) raise(SIGKILL);
             if (boot.rank() == 1) {
-                // Alive but never receiving, then gone without closing.
+                // Fails on the crash, then reads nothing more, then goes
+                // without closing.
+                std::vector<std::byte> from2(8);
+                try {
+                    drive(*t, io, [&]() -> task<void> {
+                        co_await t->irecv(header_for(2, 0, from2.size()), from2)->wait();
+                    }());
+                } catch (const error& e) {
+                    expect(e.code() == errc::peer_lost, "rank 1 did not fail with peer_lost");
+                }
                 for (int ms = 0; ms < 10000 && concluded->load() == 0; ++ms)
                     usleep(1000);
                 _exit(0);
