@@ -96,6 +96,11 @@ struct is_asio_awaitable<asio::awaitable<T, Executor>> : std::true_type {
     };
 };
 
+template <class Awaitable>
+concept asio_awaitable = is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value;
+template <class Awaitable>
+concept not_asio_awaitable = !asio_awaitable<Awaitable>;
+
 // The part of a promise every tutti coroutine has.
 class promise_base {
 public:
@@ -130,17 +135,16 @@ public:
     executor_awaiter await_transform(asio::this_coro::executor_t) const noexcept {
         return {chain_->executor};
     }
-    template <class Awaitable>
-    requires(!is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value) Awaitable &&
-        await_transform(Awaitable&& awaited)
-    const noexcept { return std::forward<Awaitable>(awaited); }
+    template <not_asio_awaitable Awaitable>
+    Awaitable&& await_transform(Awaitable&& awaited) const noexcept {
+        return std::forward<Awaitable>(awaited);
+    }
     // Asio resumes an awaitable only from a coroutine of its own. Without
     // this overload the compiler's complaint would be that await_suspend
     // cannot take a tutti promise, which does not say what to do.
-    template <class Awaitable>
-    requires is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value auto
-    await_transform(Awaitable&&) const noexcept {
-        static_assert(!is_asio_awaitable<std::remove_cvref_t<Awaitable>>::value,
+    template <asio_awaitable Awaitable>
+    auto await_transform(Awaitable&&) const noexcept {
+        static_assert(!asio_awaitable<Awaitable>,
                       "tutti: a tutti::task cannot co_await an asio::awaitable (an Asio "
                       "operation given asio::use_awaitable, or an awaitable coroutine). Await "
                       "it in an asio::awaitable coroutine and start the tutti work from there "

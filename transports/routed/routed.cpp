@@ -127,12 +127,15 @@ struct shared_state {
     bool closing = false;
     // Requests handed to callers and not yet seen done, per route: failed
     // together when any route loses a peer, and what await_activity waits on.
-    std::vector<request> pending_shm, pending_tcp;
+    // A shared-memory entry also holds the request of the shared-memory
+    // transport behind the caller's, so that a receive can be withdrawn
+    // from the transport that holds it.
+    struct tracked {
+        request caller;
+        request inner; // empty for TCP, whose requests are the caller's
+    };
+    std::vector<tracked> pending_shm, pending_tcp;
     std::size_t prune_shm_at = 64, prune_tcp_at = 64;
-    // The shared-memory receives behind the caller's receive requests, so
-    // that a receive can be withdrawn from the transport that holds it.
-    std::vector<std::pair<request, request>> shm_receives;
-    std::size_t prune_receives_at = 64;
 
     // The shared-memory transport numbers the ranks of this node 0..k-1;
     // its errors name those numbers, which become the world's here.
@@ -176,15 +179,15 @@ struct shared_state {
         }
         for (auto* list : {&pending_shm, &pending_tcp}) {
             for (auto& r : *list)
-                r->complete(why);
+                r.caller->complete(why);
             list->clear();
         }
     }
 
-    static void prune(std::vector<request>& list) {
-        std::erase_if(list, [](const request& r) { return r->done(); });
+    static void prune(std::vector<tracked>& list) {
+        std::erase_if(list, [](const tracked& r) { return r.caller->done(); });
     }
-    static void track(std::vector<request>& list, std::size_t& prune_at, request r) {
+    static void track(std::vector<tracked>& list, std::size_t& prune_at, tracked r) {
         list.push_back(std::move(r));
         if (list.size() < prune_at) return;
         prune(list);
@@ -291,7 +294,7 @@ public:
         if (state_->failure) return failed();
         if (route_to(expected.key.source) == route::tcp)
             return tcp_request(tcp_->irecv(expected, into));
-        return shm_receive(shm_->irecv(local_header(expected), into), false);
+        return shm_request(shm_->irecv(local_header(expected), into), false);
     }
 
     request irecv_any_size(const message_header& expected) override {
@@ -299,16 +302,17 @@ public:
         if (state_->failure) return failed();
         if (route_to(expected.key.source) == route::tcp)
             return tcp_request(tcp_->irecv_any_size(expected));
-        return shm_receive(shm_->irecv_any_size(local_header(expected)), true);
+        return shm_request(shm_->irecv_any_size(local_header(expected)), true);
     }
 
     bool withdraw(const request& receive) override {
         if (tcp_ && tcp_->withdraw(receive)) return true;
-        const auto& list = state_->shm_receives;
-        const auto found = std::find_if(list.begin(), list.end(),
-                                        [&](const auto& pair) { return pair.first == receive; });
+        const auto& list = state_->pending_shm;
+        const auto found = std::find_if(list.begin(), list.end(), [&](const auto& tracked) {
+            return tracked.caller == receive;
+        });
         // The forwarding coroutine then completes the caller's request.
-        return found != list.end() && shm_->withdraw(found->second);
+        return found != list.end() && shm_->withdraw(found->inner);
     }
 
     std::size_t progress() override { return (shm_ ? shm_->progress() : 0) + tcp_->progress(); }
@@ -366,25 +370,13 @@ private:
     }
 
     request tcp_request(request r) {
-        shared_state::track(state_->pending_tcp, state_->prune_tcp_at, r);
+        shared_state::track(state_->pending_tcp, state_->prune_tcp_at, {r, {}});
         return r;
-    }
-
-    request shm_receive(request from, bool any_size) {
-        auto inner = from;
-        auto to = shm_request(std::move(from), any_size);
-        auto& list = state_->shm_receives;
-        list.emplace_back(to, std::move(inner));
-        if (list.size() >= state_->prune_receives_at) {
-            std::erase_if(list, [](const auto& pair) { return pair.first->done(); });
-            state_->prune_receives_at = std::max<std::size_t>(64, 2 * list.size());
-        }
-        return to;
     }
 
     request shm_request(request from, bool any_size) {
         auto to = make_request();
-        shared_state::track(state_->pending_shm, state_->prune_shm_at, to);
+        shared_state::track(state_->pending_shm, state_->prune_shm_at, {to, from});
         spawn(context_, forward(std::move(from), to, state_, any_size), asio::detached);
         return to;
     }
