@@ -74,9 +74,14 @@ def main():
     print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>12}" for n in names))
     for key in sorted(medians):
         cells = "".join(
-            f"{statistics.median(medians[key][n]):>12.2f}" if n in medians[key] else f"{'-':>12}"
+            f"{shown(statistics.median(medians[key][n])):>12}" if n in medians[key] else f"{'-':>12}"
             for n in names)
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
+
+
+def shown(us):
+    """Three significant digits below 100 µs: sub-µs differences matter there."""
+    return f"{us:.3f}" if us < 1 else f"{us:.2f}" if us < 100 else f"{us:.0f}"
 
 
 if __name__ == "__main__":
