@@ -80,7 +80,7 @@ task<std::uint64_t> agree_on_block(const call_context& call, std::uint64_t mine)
 // all_reduce, scan and exscan: element-wise reductions of two buffers of
 // one length, whose arguments have one shape.
 template <class Args, class In, class Out, class Op>
-auto elementwise_reduction(communicator comm, const In& send, Out& recv, Op op,
+auto elementwise_reduction(call_communicator comm, const In& send, Out& recv, Op op,
                            call_options options) {
     return make_single_phase_call<Args>(
         std::move(comm), std::move(options),
@@ -105,7 +105,7 @@ auto elementwise_reduction(communicator comm, const In& send, Out& recv, Op op,
 // ---- barrier ------------------------------------------------------------
 
 template <call_option... Options>
-auto barrier(communicator comm, Options&&... options) {
+auto barrier(detail::call_communicator comm, Options&&... options) {
     return detail::make_single_phase_call<barrier_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [](const communicator& comm, const call_options&, reduction_op&) {
@@ -118,7 +118,7 @@ auto barrier(communicator comm, Options&&... options) {
 
 // The root's data replaces everyone's; same length on every rank.
 template <byte_range R, call_option... Options>
-auto broadcast(communicator comm, R& data, Options&&... options) {
+auto broadcast(detail::call_communicator comm, R& data, Options&&... options) {
     return detail::make_single_phase_call<broadcast_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&data](const communicator& comm, const call_options& o, reduction_op&) {
@@ -132,8 +132,8 @@ auto broadcast(communicator comm, R& data, Options&&... options) {
 // One value: trivially copyable ones as bytes, others serialized (their size
 // need not be known outside the root).
 template <class T, call_option... Options>
-requires(!byte_range<T> && trivially_copyable<T>) auto broadcast(communicator comm, T& value,
-                                                                 Options&&... options) {
+requires(!byte_range<T> && trivially_copyable<T>) auto broadcast(detail::call_communicator comm,
+                                                                 T& value, Options&&... options) {
     return detail::make_single_phase_call<broadcast_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&value](const communicator& comm, const call_options& o, reduction_op&) {
@@ -170,7 +170,8 @@ requires(!byte_range<T> && !trivially_copyable<T> &&
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto reduce(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+auto reduce(detail::call_communicator comm, const In& send, Out& recv, Op op,
+            Options&&... options) {
     return detail::make_single_phase_call<reduce_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv, op = std::move(op)](const communicator& comm, const call_options& o,
@@ -194,7 +195,7 @@ auto reduce(communicator comm, const In& send, Out& recv, Op op, Options&&... op
 // In place: data holds the contribution, and the result at the root.
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto reduce(communicator comm, R& data, Op op, Options&&... options) {
+auto reduce(detail::call_communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return reduce(std::move(comm), std::as_const(data), data, std::move(op),
                   std::forward<Options>(options)...);
@@ -203,7 +204,8 @@ auto reduce(communicator comm, R& data, Op op, Options&&... options) {
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_reduce(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+auto all_reduce(detail::call_communicator comm, const In& send, Out& recv, Op op,
+                Options&&... options) {
     return detail::elementwise_reduction<all_reduce_args>(
         std::move(comm), send, recv, std::move(op),
         detail::make_options(std::forward<Options>(options)...));
@@ -211,7 +213,7 @@ auto all_reduce(communicator comm, const In& send, Out& recv, Op op, Options&&..
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto all_reduce(communicator comm, R& data, Op op, Options&&... options) {
+auto all_reduce(detail::call_communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return all_reduce(std::move(comm), std::as_const(data), data, std::move(op),
                       std::forward<Options>(options)...);
@@ -222,7 +224,7 @@ auto all_reduce(communicator comm, R& data, Op op, Options&&... options) {
 // recv (at the root) gets size() blocks of send's length, in rank order.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto gather(communicator comm, const In& send, Out& recv, Options&&... options) {
+auto gather(detail::call_communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<gather_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
@@ -280,7 +282,7 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> gather(c
 
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_gather(communicator comm, const In& send, Out& recv, Options&&... options) {
+auto all_gather(detail::call_communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<all_gather_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
@@ -333,7 +335,7 @@ requires(trivially_copyable<T> ||
 // send (at the root; ignored elsewhere) holds size() blocks of recv's length.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto scatter(communicator comm, const In& send, Out& recv, Options&&... options) {
+auto scatter(detail::call_communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<scatter_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options& o, reduction_op&) {
@@ -401,7 +403,7 @@ requires(trivially_copyable<T> || serializable<T>) task<T> scatter(communicator 
 // rank i. send and recv have the same length.
 template <byte_range In, byte_range Out, call_option... Options>
 requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto all_to_all(communicator comm, const In& send, Out& recv, Options&&... options) {
+auto all_to_all(detail::call_communicator comm, const In& send, Out& recv, Options&&... options) {
     return detail::make_single_phase_call<all_to_all_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv](const communicator& comm, const call_options&, reduction_op&) {
@@ -569,7 +571,7 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<std::vector<
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto reduce_scatter(communicator comm, const In& send, Out& recv,
+auto reduce_scatter(detail::call_communicator comm, const In& send, Out& recv,
                     std::span<const std::size_t> counts, Op op, Options&&... options) {
     return detail::make_single_phase_call<reduce_scatter_args>(
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
@@ -627,7 +629,7 @@ requires operation_for<Op, detail::element_of<In>> &&
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto scan(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+auto scan(detail::call_communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
     return detail::elementwise_reduction<scan_args>(
         std::move(comm), send, recv, std::move(op),
         detail::make_options(std::forward<Options>(options)...));
@@ -635,7 +637,7 @@ auto scan(communicator comm, const In& send, Out& recv, Op op, Options&&... opti
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto scan(communicator comm, R& data, Op op, Options&&... options) {
+auto scan(detail::call_communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return scan(std::move(comm), std::as_const(data), data, std::move(op),
                 std::forward<Options>(options)...);
@@ -645,7 +647,8 @@ auto scan(communicator comm, R& data, Op op, Options&&... options) {
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-auto exscan(communicator comm, const In& send, Out& recv, Op op, Options&&... options) {
+auto exscan(detail::call_communicator comm, const In& send, Out& recv, Op op,
+            Options&&... options) {
     return detail::elementwise_reduction<exscan_args>(
         std::move(comm), send, recv, std::move(op),
         detail::make_options(std::forward<Options>(options)...));
@@ -653,7 +656,7 @@ auto exscan(communicator comm, const In& send, Out& recv, Op op, Options&&... op
 
 template <byte_range R, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<R>>
-auto exscan(communicator comm, R& data, Op op, Options&&... options) {
+auto exscan(detail::call_communicator comm, R& data, Op op, Options&&... options) {
     // Not a coroutine: the two-buffer form's task is the call's (a frame less).
     return exscan(std::move(comm), std::as_const(data), data, std::move(op),
                   std::forward<Options>(options)...);

@@ -163,6 +163,34 @@ struct prepared_call {
     call_signature signature;
 };
 
+// The communicator of a call object, as a front end takes it: the caller's
+// own when it is named (an lvalue), the call's copy when it is a temporary.
+// A copy costs two locked instructions on the reference count, up and down
+// again, about a tenth of an 8-byte barrier here (docs/performance.md,
+// "eleventh session"), and a call is awaited where it is made, within the
+// named communicator's life. A call kept for later (converted to a
+// task<void> to be stored or spawned) takes its own copy then.
+class call_communicator {
+public:
+    call_communicator(const communicator& named) noexcept : comm_(&named) {}
+    call_communicator(communicator&& temporary) : owned_(std::move(temporary)), comm_(&*owned_) {}
+    call_communicator(call_communicator&& other)
+        : owned_(std::move(other.owned_)), comm_(owned_ ? &*owned_ : other.comm_) {}
+    call_communicator& operator=(call_communicator&&) = delete;
+
+    const communicator& get() const noexcept { return *comm_; }
+    // From here on independent of the caller's communicator.
+    void own() {
+        if (owned_) return;
+        owned_.emplace(*comm_);
+        comm_ = &*owned_;
+    }
+
+private:
+    std::optional<communicator> owned_;
+    const communicator* comm_;
+};
+
 // A collective of one part, as its typed front end returns it: an awaitable
 // that lives in the awaiting coroutine's frame, like phase_run, not a
 // coroutine of its own. Awaiting it checks the inputs, claims the generation,
@@ -182,7 +210,7 @@ struct prepared_call {
 template <class Args, class Prepare>
 class [[nodiscard]] single_phase_call {
 public:
-    single_phase_call(communicator comm, call_options options, Prepare prepare)
+    single_phase_call(call_communicator comm, call_options options, Prepare prepare)
         : comm_(std::move(comm)), options_(std::move(options)), prepare_(std::move(prepare)) {}
     // Moved only before it is awaited (into its task<void>, say): the running
     // algorithm refers to the arguments and context inside.
@@ -195,9 +223,9 @@ public:
     // failed choice throws from the co_await, as from a function.
     bool await_ready() {
         if (run_) throw_started(Args::kind);
-        auto ready = prepare_(std::as_const(comm_), std::as_const(options_), operation_);
+        auto ready = prepare_(comm_.get(), std::as_const(options_), operation_);
         args_ = ready.args;
-        auto call = begin_call(comm_, Args::kind, options_);
+        auto call = begin_call(comm_.get(), Args::kind, options_);
         run_.emplace(call, 0, choose_phase<Args>(call, ready.signature, options_.algorithm), args_);
         return false;
     }
@@ -207,12 +235,15 @@ public:
     }
     void await_resume() { run_->await_resume(); }
 
-    operator task<void>() && { return as_task(std::move(*this)); }
+    operator task<void>() && {
+        comm_.own();
+        return as_task(std::move(*this));
+    }
 
 private:
     static task<void> as_task(single_phase_call call) { co_await call; }
 
-    communicator comm_;
+    call_communicator comm_;
     call_options options_;
     Prepare prepare_;
     reduction_op operation_;
@@ -221,8 +252,8 @@ private:
 };
 
 template <class Args, class Prepare>
-single_phase_call<Args, Prepare> make_single_phase_call(communicator comm, call_options options,
-                                                        Prepare prepare) {
+single_phase_call<Args, Prepare> make_single_phase_call(call_communicator comm,
+                                                        call_options options, Prepare prepare) {
     return {std::move(comm), std::move(options), std::move(prepare)};
 }
 
@@ -260,7 +291,7 @@ call_signature signature_of(const communicator& comm, const exscan_args& args);
 // Like the typed front ends it returns a call object (single_phase_call):
 // awaited, it runs the algorithm as the awaiting coroutine's child.
 template <class Args, call_option... Options>
-auto run_collective(communicator comm, Args args, Options&&... options) {
+auto run_collective(detail::call_communicator comm, Args args, Options&&... options) {
     auto o = detail::make_options(std::forward<Options>(options)...);
     o.algorithm.sub_call = true;
     return detail::make_single_phase_call<Args>(

@@ -144,3 +144,30 @@ TEST_CASE("call object: a bad input throws from the co_await and takes no genera
         CHECK(recv == std::vector<int>(4, 2));
     });
 }
+
+TEST_CASE("call object: one made from a temporary communicator keeps it alive until awaited") {
+    inproc::run(3, [](communicator comm) -> task<void> {
+        std::vector<std::int64_t> v(5, comm.rank() + 1);
+        // The split's result is a temporary: the call must hold its own
+        // copy, for nothing else does by the time it is awaited.
+        auto call = all_reduce(co_await comm.split(0, comm.rank()), v, sum);
+        co_await call;
+        CHECK(v == std::vector<std::int64_t>(5, 1 + 2 + 3));
+    });
+}
+
+TEST_CASE("call object: converted to a task it keeps a copy of the named communicator") {
+    inproc::run(2, [](communicator comm) -> task<void> {
+        std::vector<int> v(4, comm.rank() + 10);
+        std::vector<task<void>> kept;
+        {
+            // Named, so the call refers to it; the conversion to a task must
+            // copy it, since it ends before the task runs.
+            communicator named = co_await comm.split(0, comm.rank());
+            kept.push_back(all_reduce(named, v, sum));
+            named = communicator{};
+        }
+        co_await std::move(kept.front());
+        CHECK(v == std::vector<int>(4, 10 + 11));
+    });
+}
