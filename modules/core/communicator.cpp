@@ -20,6 +20,7 @@ communicator::communicator(std::shared_ptr<tutti::transport> transport, std::uin
     auto s = std::make_shared<state>();
     s->rank = transport->rank();
     s->size = transport->size();
+    s->one_thread = transport->capabilities().one_thread;
     s->transport = std::move(transport);
     s->id = id;
     state_ = std::move(s);
@@ -45,12 +46,14 @@ void require_valid(const void* state) {
 
 std::uint64_t communicator::claim_generation(const std::uint64_t* wanted) const {
     require_valid(state_.get());
-    std::lock_guard lock(state_->mutex);
-    if (wanted) {
+    auto claim = [&] {
+        if (!wanted) return state_->generations.claim_next();
         state_->generations.claim(*wanted);
         return *wanted;
-    }
-    return state_->generations.claim_next();
+    };
+    if (state_->one_thread) return claim();
+    std::lock_guard lock(state_->mutex);
+    return claim();
 }
 
 std::uint64_t communicator::next_split_sequence() const {
@@ -80,6 +83,7 @@ communicator communicator::with_hierarchy(std::shared_ptr<const tutti::hierarchy
     require_valid(state_.get());
     auto s = std::make_shared<state>();
     s->transport = state_->transport;
+    s->one_thread = state_->one_thread;
     // A colour no split can use (they are >= 0), so the new identity is
     // distinct from every split's.
     s->id = derive_id(state_->id, next_split_sequence(), -2);
@@ -124,6 +128,7 @@ task<communicator> communicator::split(int color, int key) const {
 
     auto s = std::make_shared<state>();
     s->transport = state_->transport;
+    s->one_thread = state_->one_thread;
     s->id = derive_id(state_->id, sequence, color);
     s->size = static_cast<int>(members.size());
     for (int i = 0; i < s->size; ++i) {

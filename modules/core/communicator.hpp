@@ -101,6 +101,9 @@ private:
         int size = 0;
         std::vector<int> world_ranks; // empty: identity mapping
         mutable claim_lock mutex;
+        // The transport's one_thread: generations are claimed without the
+        // lock, whose locked instruction is a twentieth of an 8-byte call.
+        bool one_thread = false;
         generation_registry generations;
         std::uint64_t splits = 0;
         std::shared_ptr<const tutti::hierarchy> levels;

@@ -19,6 +19,10 @@ struct transport_capabilities {
     bool remote_memory_access = false;
     double latency_us = 0;         // one small message, one way
     double bandwidth_gb_per_s = 0; // one large message, one way
+    // Every call for this rank comes from the one thread that runs its
+    // io_context (a process's rank over shared memory or TCP), so what is
+    // per rank needs no lock.
+    bool one_thread = false;
 };
 
 class transport {

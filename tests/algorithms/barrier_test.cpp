@@ -23,3 +23,13 @@ TEST_CASE("barrier: nobody leaves before everybody arrived") {
                             CHECK(early == 0);
                         });
 }
+
+TEST_CASE("barrier: a process's rank over shared memory or TCP is driven by one thread") {
+    // Its communicators then claim generations without a lock; the
+    // in-process world, whose ranks may be threads, keeps it.
+    run_ranks(2, [](communicator comm) -> task<void> {
+        const bool in_process = comm.transport().name() == "inproc";
+        CHECK(comm.transport().capabilities().one_thread == !in_process);
+        co_await barrier(comm);
+    });
+}

@@ -4,6 +4,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "support/harness.hpp"
 
@@ -105,5 +106,29 @@ TEST_CASE("automatic generations continue after explicit ones") {
         co_await all_reduce(comm, v, sum); // takes 11
         co_await all_reduce(comm, v, sum, generation(4));
         CHECK(v[0] == 27);
+    });
+}
+
+TEST_CASE("generation claims from several threads on one in-process communicator stay distinct") {
+    // The in-process transport is not driven by one thread (ranks may be
+    // threads), so its communicators keep the lock their claims need here.
+    inproc::run(1, [](communicator comm) -> task<void> {
+        CHECK_FALSE(comm.transport().capabilities().one_thread);
+        constexpr int per_thread = 100000;
+        std::vector<std::uint64_t> first(per_thread), second(per_thread);
+        auto claim_into = [&comm](std::vector<std::uint64_t>& out) {
+            for (auto& g : out)
+                g = comm.claim_generation(nullptr);
+        };
+        std::thread a(claim_into, std::ref(first)), b(claim_into, std::ref(second));
+        a.join();
+        b.join();
+        std::vector<std::uint64_t> all(first);
+        all.insert(all.end(), second.begin(), second.end());
+        std::sort(all.begin(), all.end());
+        std::vector<std::uint64_t> expected(all.size());
+        std::iota(expected.begin(), expected.end(), std::uint64_t{1});
+        CHECK(all == expected);
+        co_return;
     });
 }

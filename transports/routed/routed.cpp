@@ -276,6 +276,7 @@ public:
         auto c = tcp_->capabilities();
         c.single_copy = false;
         c.remote_memory_access = false;
+        c.one_thread = c.one_thread && (!shm_ || shm_->capabilities().one_thread);
         return c;
     }
 

@@ -329,7 +329,8 @@ public:
         return {.single_copy = single && opts_.use_cma,
                 .remote_memory_access = false,
                 .latency_us = 0.3,
-                .bandwidth_gb_per_s = single ? 10.0 : 8.0};
+                .bandwidth_gb_per_s = single ? 10.0 : 8.0,
+                .one_thread = true};
     }
 
     request isend(int dest, const message_header& header, std::span<const std::byte> data) override;

@@ -1076,7 +1076,8 @@ public:
         return {.single_copy = false,
                 .remote_memory_access = false,
                 .latency_us = 15,
-                .bandwidth_gb_per_s = 3};
+                .bandwidth_gb_per_s = 3,
+                .one_thread = true};
     }
     request isend(int dest, const message_header& header,
                   std::span<const std::byte> data) override {
