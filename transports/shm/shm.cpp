@@ -164,7 +164,8 @@ long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* lim
 // membarrier(GLOBAL_EXPEDITED) runs a barrier on every running thread of
 // every registered process, and the sender's side is a compiler barrier.
 // Where the kernel lacks it, every rank fences (all ranks must agree, see
-// setup()).
+// setup()). A one-line message fences anyway, for another reason
+// (write_now); multi-cell messages and control cells do not.
 bool can_use_membarrier() {
     static const bool ok = [] {
         const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
