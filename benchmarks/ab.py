@@ -71,10 +71,12 @@ def main():
     names = [n for n, _ in labelled]
     print(f"# median over {args.rounds} interleaved rounds of the slowest rank's mean, µs; "
           f"{args.ranks} ranks, bind {args.bind}")
-    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>12}" for n in names))
+    width = max(12, *(len(n) + 2 for n in names))
+    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
     for key in sorted(medians):
         cells = "".join(
-            f"{shown(statistics.median(medians[key][n])):>12}" if n in medians[key] else f"{'-':>12}"
+            f"{shown(statistics.median(medians[key][n])):>{width}}" if n in medians[key]
+            else f"{'-':>{width}}"
             for n in names)
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
 
