@@ -75,18 +75,23 @@ std::uint64_t derive_id(std::uint64_t parent, std::uint64_t sequence, std::int64
 }
 } // namespace
 
+std::shared_ptr<communicator::state> communicator::child_state(std::uint64_t id) const {
+    auto s = std::make_shared<state>();
+    s->transport = state_->transport;
+    s->one_thread = state_->one_thread;
+    s->id = id;
+    return s;
+}
+
 std::shared_ptr<const tutti::hierarchy> communicator::hierarchy() const noexcept {
     return state_ ? state_->levels : nullptr;
 }
 
 communicator communicator::with_hierarchy(std::shared_ptr<const tutti::hierarchy> levels) const {
     require_valid(state_.get());
-    auto s = std::make_shared<state>();
-    s->transport = state_->transport;
-    s->one_thread = state_->one_thread;
     // A colour no split can use (they are >= 0), so the new identity is
     // distinct from every split's.
-    s->id = derive_id(state_->id, next_split_sequence(), -2);
+    auto s = child_state(derive_id(state_->id, next_split_sequence(), -2));
     s->rank = state_->rank;
     s->size = state_->size;
     s->world_ranks = state_->world_ranks;
@@ -126,10 +131,7 @@ task<communicator> communicator::split(int color, int key) const {
         return ka != kb ? ka < kb : a < b;
     });
 
-    auto s = std::make_shared<state>();
-    s->transport = state_->transport;
-    s->one_thread = state_->one_thread;
-    s->id = derive_id(state_->id, sequence, color);
+    auto s = child_state(derive_id(state_->id, sequence, color));
     s->size = static_cast<int>(members.size());
     for (int i = 0; i < s->size; ++i) {
         if (members[static_cast<std::size_t>(i)] == rank()) s->rank = i;

@@ -109,6 +109,9 @@ private:
         std::shared_ptr<const tutti::hierarchy> levels;
     };
     explicit communicator(std::shared_ptr<state> s) : state_(std::move(s)) {}
+    // A new communicator's state over this one's transport, as split and
+    // with_hierarchy make it: what the transport implies is carried over.
+    std::shared_ptr<state> child_state(std::uint64_t id) const;
 
     std::shared_ptr<state> state_;
 };
