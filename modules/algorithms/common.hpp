@@ -64,17 +64,6 @@ inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> coun
     return offsets;
 }
 
-// In place, received data would overwrite data not yet sent, so the send
-// side is read from a copy kept in `saved`; otherwise straight from send.
-inline std::span<const std::byte> send_side(std::span<const std::byte> send,
-                                            std::span<const std::byte> recv,
-                                            std::vector<std::byte>& saved) {
-    if (send.empty() || send.data() != recv.data()) return send;
-    saved.resize(send.size());
-    copy_bytes(saved.data(), send.data(), send.size());
-    return saved;
-}
-
 // Scratch space for one call: inside the object (a coroutine frame) up to
 // Inline bytes, so small messages allocate nothing; above, a block from the
 // thread's scratch cache (core/scratch.hpp), reused across calls and never
@@ -96,6 +85,17 @@ private:
     alignas(std::max_align_t) std::byte local_[Inline];
     std::optional<scratch_block> block_;
 };
+
+// In place, received data would overwrite data not yet sent, so the send
+// side is read from a copy kept in `saved`; otherwise straight from send.
+inline std::span<const std::byte> send_side(std::span<const std::byte> send,
+                                            std::span<const std::byte> recv,
+                                            std::optional<scratch<>>& saved) {
+    if (send.empty() || send.data() != recv.data()) return send;
+    saved.emplace(send.size());
+    copy_bytes(saved->data(), send.data(), send.size());
+    return saved->span();
+}
 
 // The largest power of two <= p (p >= 1): the ranks that take part in the
 // recursive steps once the other p - p' ranks have been folded in.
@@ -154,13 +154,13 @@ task<void> prefix_doubling(const call_context& ctx, const reduction_op& op, std:
     const int p = ctx.size();
     const int r = ctx.rank();
     const auto bytes = count * op.element_size;
-    std::vector<std::byte> partial(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(bytes));
-    std::vector<std::byte> incoming(bytes);
+    scratch<> partial(bytes), incoming(bytes);
+    copy_bytes(partial.data(), own.data(), bytes);
     std::uint64_t round = 0;
     for (int mask = 1; mask < p; mask <<= 1, ++round) {
         const int partner = r ^ mask;
         if (partner >= p) continue;
-        co_await ctx.send_recv(partner, partial, partner, incoming, round);
+        co_await ctx.send_recv(partner, partial.span(), partner, incoming.span(), round);
         if (partner < r) {
             op.combine(incoming.data(), partial.data(), partial.data(), count);
             from_lower(incoming.data());

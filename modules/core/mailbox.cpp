@@ -1,5 +1,7 @@
 #include "core/mailbox.hpp"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -11,6 +13,11 @@
 #include "core/names.hpp"
 
 namespace tutti {
+
+namespace {
+// payloads_copied_to_heap(); relaxed: a count for tests, ordered by nothing.
+std::atomic<std::size_t> heap_copies{0};
+} // namespace
 
 std::string describe(const message_key& key) {
     return fmt::format("communicator {:#x} generation {} step {:#x} from rank {}", key.communicator,
@@ -243,8 +250,13 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     } else {
         m.heap.resize(payload.size());
         copy_bytes(m.heap.data(), payload.data(), payload.size());
+        heap_copies.fetch_add(1, std::memory_order_relaxed);
     }
     complete_mismatched(lock);
+}
+
+std::size_t mailbox::payloads_copied_to_heap() noexcept {
+    return heap_copies.load(std::memory_order_relaxed);
 }
 
 void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {

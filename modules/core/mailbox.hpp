@@ -69,6 +69,12 @@ public:
     // As deliver(), taking ownership: no second copy when nobody waits yet.
     void deliver(const message_header& header, std::vector<std::byte>&& payload);
 
+    // How many payloads deliver() has copied to the heap in this process
+    // (larger than kept_inline, arrived before their receive): the
+    // transport's share of the heap memory a call takes, which tests tell
+    // apart from the algorithms' (tests/select/allocation_test.cpp).
+    static std::size_t payloads_copied_to_heap() noexcept;
+
     // For transports that receive a message in pieces: takes the posted
     // receive that matches header off the list so the pieces can be copied
     // straight into it, then completed by the transport. nullopt when none

@@ -1,13 +1,17 @@
 #include "hierarchy/all_to_all.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti::hierarchy_detail {
+
+using algorithms_detail::scratch;
 
 namespace {
 std::size_t as_size(int v) {
@@ -52,11 +56,15 @@ task<void> three_phase_all_to_all(const call_context& ctx, const all_to_all_args
     const auto row = n * block;
     const bool rep = h.is_representative();
 
-    // Phase 1: my group's rows, in the group's member order.
-    std::vector<std::byte> rows(rep ? own * row : 0);
-    co_await sub_step(h.group(), gather_args{a.send, rows, 0}, s.first);
+    // Phase 1: my group's rows, in the group's member order. Temporaries
+    // come from the scratch cache (a fresh vector per call faults its pages
+    // in every time); rows and outgoing go back to it as soon as they are
+    // spent, which keeps the peak of representative_peak_bytes and lets
+    // incoming take their blocks.
+    std::optional<scratch<>> rows(std::in_place, rep ? own * row : 0);
+    co_await sub_step(h.group(), gather_args{a.send, rows->span(), 0}, s.first);
 
-    std::vector<std::byte> columns(rep ? own * row : 0);
+    scratch<> columns(rep ? own * row : 0);
     if (rep) {
         // Phase 2: the sub-matrix for group d is, row x of mine by column y
         // of d, block (x * |G_d| + y), padded or not.
@@ -74,46 +82,43 @@ task<void> three_phase_all_to_all(const call_context& ctx, const all_to_all_args
             send_total += send_counts[g];
             recv_total += recv_counts[g];
         }
-        std::vector<std::byte> outgoing(send_total);
+        std::optional<scratch<>> outgoing(std::in_place, send_total);
         for (std::size_t d = 0; d < groups; ++d) {
             const auto& members = h.groups()[d];
             for (std::size_t x = 0; x < own; ++x)
                 for (std::size_t y = 0; y < members.size(); ++y) {
-                    const auto from = block_at(std::span(rows), block, x * n + as_size(members[y]));
+                    const auto from = block_at(rows->span(), block, x * n + as_size(members[y]));
                     std::copy(from.begin(), from.end(),
-                              outgoing.begin() +
-                                  static_cast<std::ptrdiff_t>(send_offsets[d] +
-                                                              (x * members.size() + y) * block));
+                              outgoing->data() + send_offsets[d] +
+                                  (x * members.size() + y) * block);
                 }
         }
-        std::vector<std::byte>().swap(rows);
-        std::vector<std::byte> incoming(recv_total);
+        rows.reset();
+        scratch<> incoming(recv_total);
         if (layout == block_layout::padded) {
-            co_await sub_step(h.leaders(), all_to_all_args{outgoing, incoming}, s.middle);
+            co_await sub_step(h.leaders(), all_to_all_args{outgoing->span(), incoming.span()},
+                              s.middle);
         } else {
             co_await sub_step(h.leaders(),
-                              all_to_allv_args{outgoing, send_counts, send_offsets, incoming,
-                                               recv_counts, recv_offsets},
+                              all_to_allv_args{outgoing->span(), send_counts, send_offsets,
+                                               incoming.span(), recv_counts, recv_offsets},
                               s.middle);
         }
-        std::vector<std::byte>().swap(outgoing);
+        outgoing.reset();
         // Column y of mine gets, from row x of source group s, the block at
         // (x * |G_me| + y) of s's sub-matrix, cropped to |G_s| rows.
         for (std::size_t src = 0; src < groups; ++src) {
             const auto& members = h.groups()[src];
             for (std::size_t x = 0; x < members.size(); ++x)
                 for (std::size_t y = 0; y < own; ++y) {
-                    const auto from =
-                        incoming.begin() +
-                        static_cast<std::ptrdiff_t>(recv_offsets[src] + (x * own + y) * block);
-                    std::copy(
-                        from, from + static_cast<std::ptrdiff_t>(block),
-                        block_at(std::span(columns), block, y * n + as_size(members[x])).begin());
+                    const auto from = incoming.data() + recv_offsets[src] + (x * own + y) * block;
+                    std::copy(from, from + block,
+                              block_at(columns.span(), block, y * n + as_size(members[x])).begin());
                 }
         }
     }
     // Phase 3: each member's column, in the group's member order.
-    co_await sub_step(h.group(), scatter_args{columns, a.recv, 0}, s.last);
+    co_await sub_step(h.group(), scatter_args{columns.span(), a.recv, 0}, s.last);
 }
 
 } // namespace tutti::hierarchy_detail

@@ -5,22 +5,15 @@
 // integer results. An algorithm whose restriction fails at a size must be
 // refused there instead. Nothing lists the algorithms: the catalog does, so
 // a newly registered one joins the matrix by itself.
-#include <cctype>
-
 #include "select_support.hpp"
 
 using namespace tutti;
-using tutti::testing::encode;
-using tutti::testing::scoped_env;
+using namespace tutti::testing;
 
 namespace {
 
 using values = std::vector<std::int64_t>;
 constexpr std::size_t n = 5; // elements per block
-
-void expect(bool ok, const char* what) {
-    if (!ok) throw tutti::error(errc::invalid_argument, std::string("wrong result: ") + what);
-}
 
 values block_of(int from, int to) {
     values v(n);
@@ -159,27 +152,6 @@ task<void> run_and_check(collective kind, communicator comm) {
     }
 }
 
-// The signature of run_and_check's call, for the restriction check.
-call_signature signature_for(collective kind, int p, bool hierarchy) {
-    call_signature s{.kind = kind, .comm_size = p, .bytes = n * 8, .has_hierarchy = hierarchy};
-    if (kind == collective::reduce || kind == collective::all_reduce ||
-        kind == collective::reduce_scatter || kind == collective::scan ||
-        kind == collective::exscan) {
-        s.has_op = true;
-        s.count = kind == collective::reduce_scatter ? static_cast<std::size_t>(p + p / 2) : n;
-        s.equal_counts = kind != collective::reduce_scatter || p == 1;
-    }
-    if (kind == collective::all_to_allv) s.equal_counts = false;
-    return s;
-}
-
-std::string upper(std::string_view s) {
-    std::string out;
-    for (char c : s)
-        out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-}
-
 } // namespace
 
 TEST_CASE("every collective x every algorithm, forced by its override, on 1..5 and 8 ranks") {
@@ -187,14 +159,13 @@ TEST_CASE("every collective x every algorithm, forced by its override, on 1..5 a
     for (auto kind : all_collectives)
         for (const auto* info : algorithms().list(kind)) {
             const bool composition = info->form != algorithm_kind::pure;
-            const auto variable = fmt::format("TUTTI_{}_{}", upper(to_string(kind)),
-                                              composition ? "COMPOSITION" : "ALGORITHM");
+            const auto variable = override_variable(kind, *info);
             scoped_env env{{variable, info->name}, {"TUTTI_COLL_FALLBACK", "error"}};
             for (int p : {1, 2, 3, 4, 5, 8}) {
                 CAPTURE(variable);
                 CAPTURE(info->name);
                 CAPTURE(p);
-                const auto signature = signature_for(kind, p, composition);
+                const auto signature = signature_for(kind, p, composition, n);
                 auto body = [kind, composition](communicator comm) -> task<void> {
                     if (composition)
                         comm = co_await make_arity_hierarchy(

@@ -1,8 +1,9 @@
 // Shared by the selection tests: environment variables set for one scope and
 // restored after it (selection re-reads them), stderr captured for a scope,
-// and signatures for a call.
+// and the signature of the calls the algorithm sweeps make.
 #pragma once
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -86,6 +87,40 @@ private:
     std::FILE* file_ = nullptr;
     int saved_ = -1;
 };
+
+// The signature of the calls matrix_test and allocation_test make: blocks of
+// n 64-bit integers; a reduce_scatter gives rank j j % 2 + 1 elements, or n
+// each with equal_shares; all_to_allv's counts differ between ranks.
+inline call_signature signature_for(collective kind, int p, bool hierarchy, std::size_t n,
+                                    bool equal_shares = false) {
+    call_signature s{.kind = kind, .comm_size = p, .bytes = n * 8, .has_hierarchy = hierarchy};
+    if (kind == collective::reduce || kind == collective::all_reduce ||
+        kind == collective::reduce_scatter || kind == collective::scan ||
+        kind == collective::exscan) {
+        s.has_op = true;
+        s.count = kind == collective::reduce_scatter
+                      ? (equal_shares ? n * static_cast<std::size_t>(p)
+                                      : static_cast<std::size_t>(p + p / 2))
+                      : n;
+        s.equal_counts = kind != collective::reduce_scatter || p == 1 || equal_shares;
+    }
+    if (kind == collective::all_to_allv) s.equal_counts = false;
+    return s;
+}
+
+// The variable that forces an algorithm: TUTTI_<COLLECTIVE>_ALGORITHM for a
+// pure one, _COMPOSITION for a composition.
+inline std::string override_variable(collective kind, const algorithm_info& info) {
+    std::string name = "TUTTI_";
+    for (char c : to_string(kind))
+        name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return name + (info.form != algorithm_kind::pure ? "_COMPOSITION" : "_ALGORITHM");
+}
+
+// A wrong result, thrown so that the rank's failure ends its in-process world.
+inline void expect(bool ok, const char* what) {
+    if (!ok) throw tutti::error(errc::invalid_argument, std::string("wrong result: ") + what);
+}
 
 inline bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;

@@ -14,14 +14,15 @@
 // consecutive ranks.
 
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
+using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 task<void> hierarchical(const call_context& ctx, const all_gather_args& a) {
@@ -37,18 +38,18 @@ task<void> hierarchical(const call_context& ctx, const all_gather_args& a) {
     const auto largest = static_cast<std::size_t>(h.largest_group());
     const auto own = static_cast<std::size_t>(h.group_size(h.my_group()));
 
-    std::vector<std::byte> mine(h.is_representative() ? largest * block : 0);
+    scratch<> mine(h.is_representative() ? largest * block : 0);
     co_await sub_step(h.group(),
-                      gather_args{a.send, std::span(mine).first(mine.empty() ? 0 : own * block), 0},
+                      gather_args{a.send, mine.span().first(mine.size() == 0 ? 0 : own * block), 0},
                       s.first);
     if (h.is_representative()) {
-        std::vector<std::byte> all(mine.size() * static_cast<std::size_t>(h.group_count()));
-        co_await sub_step(h.leaders(), all_gather_args{mine, all}, s.middle);
+        scratch<> all(mine.size() * static_cast<std::size_t>(h.group_count()));
+        co_await sub_step(h.leaders(), all_gather_args{mine.span(), all.span()}, s.middle);
         for (int g = 0; g < h.group_count(); ++g) {
             const auto& members = h.groups()[static_cast<std::size_t>(g)];
             for (std::size_t i = 0; i < members.size(); ++i) {
                 const auto from =
-                    block_at(std::span(all), block, static_cast<std::size_t>(g) * largest + i);
+                    block_at(all.span(), block, static_cast<std::size_t>(g) * largest + i);
                 std::copy(from.begin(), from.end(),
                           block_at(a.recv, block, static_cast<std::size_t>(members[i])).begin());
             }

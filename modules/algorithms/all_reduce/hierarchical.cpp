@@ -12,14 +12,14 @@
 // operation's order; over a hierarchy whose groups interleave ranks such a
 // call runs the flat algorithm.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
+using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 task<void> hierarchical(const call_context& ctx, const all_reduce_args& a) {
@@ -33,10 +33,11 @@ task<void> hierarchical(const call_context& ctx, const all_reduce_args& a) {
     const auto s = slots_for(ctx.generation());
     // The group's partial result apart from recv, so no sub-step runs in
     // place on some ranks only (selection must see one call everywhere).
-    std::vector<std::byte> partial(h.is_representative() ? bytes : 0);
-    co_await sub_step(h.group(), reduce_args{a.send, partial, a.count, a.op, 0}, s.first);
+    scratch<> partial(h.is_representative() ? bytes : 0);
+    co_await sub_step(h.group(), reduce_args{a.send, partial.span(), a.count, a.op, 0}, s.first);
     if (h.is_representative())
-        co_await sub_step(h.leaders(), all_reduce_args{partial, a.recv.first(bytes), a.count, a.op},
+        co_await sub_step(h.leaders(),
+                          all_reduce_args{partial.span(), a.recv.first(bytes), a.count, a.op},
                           s.middle);
     co_await sub_step(h.group(), broadcast_args{a.recv.first(bytes), 0}, s.last);
 }

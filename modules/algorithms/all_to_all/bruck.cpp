@@ -14,8 +14,8 @@
 // block that came from rank r-i, and an inverse rotation puts it in place.
 // (Bruck, Ho, Kipnis, Upfal, Weathersby 1997.)
 
+#include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -38,21 +38,31 @@ task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
     const auto at = [block](int position) { return static_cast<std::size_t>(position) * block; };
     // The rotation reads all of send before recv is written, so in place
     // needs no further care.
-    std::vector<std::byte> work(a.send.size());
+    scratch<> work(a.send.size());
     for (int i = 0; i < p; ++i)
         copy_bytes(work.data() + at(i), a.send.data() + at((r + i) % p), block);
 
-    std::vector<std::byte> outgoing, incoming;
+    // Round `distance` moves the blocks whose position has that bit set.
+    const auto moved = [p](int distance) {
+        int n = 0;
+        for (int i = distance; i < p; ++i)
+            n += (i & distance) != 0;
+        return n;
+    };
+    int most_moved = 0;
+    for (int distance = 1; distance < p; distance *= 2)
+        most_moved = std::max(most_moved, moved(distance));
+    scratch<> outgoing(at(most_moved)), incoming(at(most_moved));
     std::uint64_t round = 0;
     for (int distance = 1; distance < p; distance *= 2, ++round) {
-        outgoing.clear();
+        std::size_t packed = 0;
         for (int i = distance; i < p; ++i)
-            if (i & distance)
-                outgoing.insert(outgoing.end(), work.begin() + static_cast<std::ptrdiff_t>(at(i)),
-                                work.begin() + static_cast<std::ptrdiff_t>(at(i + 1)));
-        incoming.resize(outgoing.size());
-        co_await ctx.send_recv((r + distance) % p, outgoing, (r - distance + p) % p, incoming,
-                               round);
+            if (i & distance) {
+                copy_bytes(outgoing.data() + packed, work.data() + at(i), block);
+                packed += block;
+            }
+        co_await ctx.send_recv((r + distance) % p, outgoing.span().first(packed),
+                               (r - distance + p) % p, incoming.span().first(packed), round);
         std::size_t offset = 0;
         for (int i = distance; i < p; ++i)
             if (i & distance) {

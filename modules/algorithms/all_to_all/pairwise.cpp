@@ -28,7 +28,7 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
     const std::size_t block = a.send.size() / static_cast<std::size_t>(p);
     if (block == 0 || (p == 1 && a.send.data() == a.recv.data())) co_return;
 
-    std::vector<std::byte> saved;
+    std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(), block);
 

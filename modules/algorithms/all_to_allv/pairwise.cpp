@@ -29,7 +29,7 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     const int r = ctx.rank();
     const auto me = static_cast<std::size_t>(r);
 
-    std::vector<std::byte> saved;
+    std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     // In place with the same offset, the own piece is already where it belongs;
     // nothing has been received yet, so a.send still holds it.

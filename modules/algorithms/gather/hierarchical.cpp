@@ -15,14 +15,15 @@
 // Slot 3k stays unused.
 
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
+using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 constexpr std::uint64_t to_root_step = 0;
@@ -44,36 +45,31 @@ task<void> hierarchical(const call_context& ctx, const gather_args& a) {
     const bool rep = h.is_representative();
 
     // The group's blocks, padded for the representatives' gather.
-    std::vector<std::byte> mine(rep ? largest * block : 0);
-    co_await sub_step(
-        h.group(), gather_args{a.send, std::span(mine).first(rep ? own * block : 0), 0}, s.first);
+    scratch<> mine(rep ? largest * block : 0);
+    co_await sub_step(h.group(), gather_args{a.send, mine.span().first(rep ? own * block : 0), 0},
+                      s.first);
     if (!rep) {
         if (ctx.rank() == a.root)
             co_await ctx.recv(root_rep, to_root_step, a.recv.first(block * n));
         co_return;
     }
     const bool receives = h.my_group() == root_group;
-    std::vector<std::byte> all(receives ? mine.size() * static_cast<std::size_t>(h.group_count())
-                                        : 0);
-    co_await sub_step(h.leaders(), gather_args{mine, all, root_group}, s.middle);
+    scratch<> all(receives ? mine.size() * static_cast<std::size_t>(h.group_count()) : 0);
+    co_await sub_step(h.leaders(), gather_args{mine.span(), all.span(), root_group}, s.middle);
     if (!receives) co_return;
 
-    std::vector<std::byte> sorted;
-    std::span<std::byte> result = a.recv;
-    if (root_rep != a.root) {
-        sorted.resize(block * n);
-        result = sorted;
-    }
+    scratch<> sorted(root_rep != a.root ? block * n : 0);
+    const std::span<std::byte> result = root_rep != a.root ? sorted.span() : a.recv;
     for (int g = 0; g < h.group_count(); ++g) {
         const auto& members = h.groups()[static_cast<std::size_t>(g)];
         for (std::size_t i = 0; i < members.size(); ++i) {
             const auto from =
-                block_at(std::span(all), block, static_cast<std::size_t>(g) * largest + i);
+                block_at(all.span(), block, static_cast<std::size_t>(g) * largest + i);
             std::copy(from.begin(), from.end(),
                       block_at(result, block, static_cast<std::size_t>(members[i])).begin());
         }
     }
-    if (root_rep != a.root) co_await ctx.send(a.root, to_root_step, sorted);
+    if (root_rep != a.root) co_await ctx.send(a.root, to_root_step, sorted.span());
 }
 
 const bool registered = register_algorithm<gather_args>({

@@ -17,8 +17,6 @@
 // the tree ends at the root. A non-commutative one needs the true rank
 // order, so the tree ends at rank 0, which sends the result on to the root.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -46,8 +44,10 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
 
     // The partial result starts as the user's own data, sent from there if
     // this rank is a leaf. Once something is combined it lives in the root's
-    // recv or, elsewhere, in a buffer of our own.
-    std::vector<std::byte> partial, incoming;
+    // recv or, elsewhere, in a buffer of our own. A rank receives at all only
+    // if its first round does not make it send (vr even) and has a partner.
+    const bool receives = vr % 2 == 0 && vr + 1 < p;
+    scratch<> incoming(receives ? bytes : 0), partial(receives && !at_root ? bytes : 0);
     const std::byte* mine = a.send.data();
     std::byte* combined = nullptr;
     std::uint64_t round = 0;
@@ -57,16 +57,8 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
             break;
         }
         if (vr + mask >= p) continue;
-        if (incoming.empty()) incoming.resize(bytes);
-        co_await ctx.recv(actual(vr + mask), round, incoming);
-        if (!combined) {
-            if (at_root) {
-                combined = a.recv.data();
-            } else {
-                partial.resize(bytes);
-                combined = partial.data();
-            }
-        }
+        co_await ctx.recv(actual(vr + mask), round, incoming.span());
+        if (!combined) combined = at_root ? a.recv.data() : partial.data();
         a.op->combine(mine, incoming.data(), combined, a.count);
         mine = combined;
     }

@@ -16,14 +16,15 @@
 // reorder the operands: such a call runs the flat algorithm instead.
 
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
+using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 constexpr std::uint64_t to_root_step = 0;
@@ -42,16 +43,17 @@ task<void> hierarchical(const call_context& ctx, const reduce_args& a) {
 
     // Sub-steps never run in place, so that every rank of a sub-step shows
     // selection the same call (the user's recv may be the send buffer).
-    std::vector<std::byte> partial(h.is_representative() ? bytes : 0);
-    std::vector<std::byte> result(ctx.rank() == root_rep ? bytes : 0);
-    co_await sub_step(h.group(), reduce_args{a.send, partial, a.count, a.op, 0}, s.first);
+    scratch<> partial(h.is_representative() ? bytes : 0);
+    scratch<> result(ctx.rank() == root_rep ? bytes : 0);
+    co_await sub_step(h.group(), reduce_args{a.send, partial.span(), a.count, a.op, 0}, s.first);
     if (h.is_representative())
-        co_await sub_step(h.leaders(), reduce_args{partial, result, a.count, a.op, root_group},
+        co_await sub_step(h.leaders(),
+                          reduce_args{partial.span(), result.span(), a.count, a.op, root_group},
                           s.middle);
     if (root_rep == a.root) {
-        if (ctx.rank() == a.root) std::copy(result.begin(), result.end(), a.recv.begin());
+        if (ctx.rank() == a.root) copy_bytes(a.recv.data(), result.data(), bytes);
     } else if (ctx.rank() == root_rep) {
-        co_await ctx.send(a.root, to_root_step, result);
+        co_await ctx.send(a.root, to_root_step, result.span());
     } else if (ctx.rank() == a.root) {
         co_await ctx.recv(root_rep, to_root_step, a.recv.first(bytes));
     }

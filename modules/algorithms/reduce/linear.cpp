@@ -10,8 +10,6 @@
 // p - 1 vectors, so it only suits few ranks; its strict left-to-right order
 // makes it the reference for any operation, commutative or not.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -35,17 +33,16 @@ task<void> linear(const call_context& ctx, const reduce_args& a) {
 
     // The running result stays out of recv until the last combination, so
     // an in-place root keeps its own contribution readable until then.
-    std::vector<std::byte> folded(p > 2 ? bytes : 0), incoming(bytes);
+    scratch<> folded(p > 2 || a.root != 0 ? bytes : 0), incoming(bytes);
     const std::byte* left = a.send.data();
     if (a.root != 0) {
-        folded.resize(bytes);
-        co_await ctx.recv(0, 0, folded);
+        co_await ctx.recv(0, 0, folded.span());
         left = folded.data();
     }
     for (int i = 1; i < p; ++i) {
         const std::byte* right = a.send.data();
         if (i != a.root) {
-            co_await ctx.recv(i, 0, incoming);
+            co_await ctx.recv(i, 0, incoming.span());
             right = incoming.data();
         }
         std::byte* out = i == p - 1 ? a.recv.data() : folded.data();

@@ -13,12 +13,14 @@
 // the rank's own data is still needed for the combine.
 
 #include <cstring>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 
 namespace tutti {
 namespace {
+
+using algorithms_detail::scratch;
 
 task<void> linear(const call_context& ctx, const exscan_args& a) {
     const int p = ctx.size();
@@ -31,13 +33,13 @@ task<void> linear(const call_context& ctx, const exscan_args& a) {
     }
 
     const bool in_place = a.send.data() == a.recv.data();
-    std::vector<std::byte> aside(in_place ? bytes : 0);
-    const std::span<std::byte> prefix = in_place ? std::span(aside) : a.recv.first(bytes);
+    scratch<> aside(in_place ? bytes : 0);
+    const std::span<std::byte> prefix = in_place ? aside.span() : a.recv.first(bytes);
     co_await ctx.recv(r - 1, 0, prefix);
     if (r + 1 < p) {
-        std::vector<std::byte> next(bytes);
+        scratch<> next(bytes);
         a.op->combine(prefix.data(), a.send.data(), next.data(), a.count);
-        co_await ctx.send(r + 1, 0, next);
+        co_await ctx.send(r + 1, 0, next.span());
     }
     if (in_place) std::memcpy(a.recv.data(), aside.data(), bytes);
 }

@@ -11,8 +11,6 @@
 // latency, but each rank sends and receives one vector only and combines
 // once, so it is the least work in all; useful for small communicators.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -30,8 +28,8 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
     if (r == 0) {
         copy_unless_same(result.data(), a.send.data(), bytes);
     } else {
-        std::vector<std::byte> prefix(bytes);
-        co_await ctx.recv(r - 1, 0, prefix);
+        scratch<> prefix(bytes);
+        co_await ctx.recv(r - 1, 0, prefix.span());
         a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
     }
     if (r + 1 < p) co_await ctx.send(r + 1, 0, result);

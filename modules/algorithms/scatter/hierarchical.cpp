@@ -13,14 +13,15 @@
 // group (3k). Groups need not be consecutive ranks. Slot 3k-2 stays unused.
 
 #include <algorithm>
-#include <vector>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
+using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 constexpr std::uint64_t to_representative_step = 0;
@@ -39,36 +40,38 @@ task<void> hierarchical(const call_context& ctx, const scatter_args& a) {
     const auto n = static_cast<std::size_t>(h.size());
     const auto largest = static_cast<std::size_t>(h.largest_group());
 
-    std::vector<std::byte> mine;
-    if (h.is_representative()) {
-        std::vector<std::byte> laid_out;
-        if (ctx.rank() == root_rep) {
-            std::vector<std::byte> received;
+    const bool rep = h.is_representative();
+    const bool lays_out = ctx.rank() == root_rep;
+    // What the root representative receives from a root outside its place,
+    // the blocks it lays out padded per group, and this group's blocks.
+    scratch<> received(lays_out && root_rep != a.root ? block * n : 0);
+    scratch<> laid_out(lays_out ? largest * block * static_cast<std::size_t>(h.group_count()) : 0);
+    scratch<> mine(rep ? largest * block : 0);
+    if (rep) {
+        if (lays_out) {
             std::span<const std::byte> data = a.send;
             if (root_rep != a.root) {
-                received.resize(block * n);
-                co_await ctx.recv(a.root, to_representative_step, received);
-                data = received;
+                co_await ctx.recv(a.root, to_representative_step, received.span());
+                data = received.span();
             }
-            laid_out.resize(largest * block * static_cast<std::size_t>(h.group_count()));
             for (int g = 0; g < h.group_count(); ++g) {
                 const auto& members = h.groups()[static_cast<std::size_t>(g)];
                 for (std::size_t i = 0; i < members.size(); ++i) {
                     const auto from = block_at(data, block, static_cast<std::size_t>(members[i]));
-                    std::copy(from.begin(), from.end(),
-                              block_at(std::span(laid_out), block,
-                                       static_cast<std::size_t>(g) * largest + i)
-                                  .begin());
+                    std::copy(
+                        from.begin(), from.end(),
+                        block_at(laid_out.span(), block, static_cast<std::size_t>(g) * largest + i)
+                            .begin());
                 }
             }
         }
-        mine.resize(largest * block);
-        co_await sub_step(h.leaders(), scatter_args{laid_out, mine, root_group}, s.middle);
-        mine.resize(static_cast<std::size_t>(h.group_size(h.my_group())) * block);
+        co_await sub_step(h.leaders(), scatter_args{laid_out.span(), mine.span(), root_group},
+                          s.middle);
     } else if (ctx.rank() == a.root) {
         co_await ctx.send(root_rep, to_representative_step, a.send.first(block * n));
     }
-    co_await sub_step(h.group(), scatter_args{mine, a.recv, 0}, s.last);
+    const auto own = rep ? static_cast<std::size_t>(h.group_size(h.my_group())) * block : 0;
+    co_await sub_step(h.group(), scatter_args{mine.span().first(own), a.recv, 0}, s.last);
 }
 
 const bool registered = register_algorithm<scatter_args>({
