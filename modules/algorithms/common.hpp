@@ -64,28 +64,6 @@ inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> coun
     return offsets;
 }
 
-// Scratch space for one call: inside the object (a coroutine frame) up to
-// Inline bytes, so small messages allocate nothing; above, a block from the
-// thread's scratch cache (core/scratch.hpp), reused across calls and never
-// zeroed.
-template <std::size_t Inline = 64>
-class scratch {
-public:
-    explicit scratch(std::size_t bytes) : bytes_(bytes) {
-        if (bytes > Inline) block_.emplace(bytes);
-    }
-    scratch(const scratch&) = delete; // span() points into the object
-    scratch& operator=(const scratch&) = delete;
-    std::span<std::byte> span() noexcept { return {data(), bytes_}; }
-    std::byte* data() noexcept { return block_ ? block_->data() : local_; }
-    std::size_t size() const noexcept { return bytes_; }
-
-private:
-    std::size_t bytes_;
-    alignas(std::max_align_t) std::byte local_[Inline];
-    std::optional<scratch_block> block_;
-};
-
 // In place, received data would overwrite data not yet sent, so the send
 // side is read from a copy kept in `saved`; otherwise straight from send.
 inline std::span<const std::byte> send_side(std::span<const std::byte> send,

@@ -1,8 +1,7 @@
 #include "core/mailbox.hpp"
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 

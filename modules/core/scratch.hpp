@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <span>
 
 namespace tutti {
 
@@ -33,6 +35,28 @@ public:
 private:
     std::byte* data_ = nullptr;
     std::size_t capacity_ = 0;
+};
+
+// Scratch space for one call, what algorithms and compositions use: inside
+// the object (a coroutine frame) up to Inline bytes, so small messages
+// allocate nothing; above, a scratch_block, reused across calls and never
+// zeroed. tests/select/allocation_test.cpp holds every algorithm to it.
+template <std::size_t Inline = 64>
+class scratch {
+public:
+    explicit scratch(std::size_t bytes) : bytes_(bytes) {
+        if (bytes > Inline) block_.emplace(bytes);
+    }
+    scratch(const scratch&) = delete; // span() points into the object
+    scratch& operator=(const scratch&) = delete;
+    std::span<std::byte> span() noexcept { return {data(), bytes_}; }
+    std::byte* data() noexcept { return block_ ? block_->data() : local_; }
+    std::size_t size() const noexcept { return bytes_; }
+
+private:
+    std::size_t bytes_;
+    alignas(std::max_align_t) std::byte local_[Inline];
+    std::optional<scratch_block> block_;
 };
 
 // How many blocks this thread keeps for reuse, and their bytes: for tests.

@@ -6,12 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "algorithms/common.hpp"
+#include "core/scratch.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti::hierarchy_detail {
-
-using algorithms_detail::scratch;
 
 namespace {
 std::size_t as_size(int v) {

@@ -13,13 +13,12 @@
 // call runs the flat algorithm.
 
 #include "algorithms/catalog.hpp"
-#include "algorithms/common.hpp"
+#include "core/scratch.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
-using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 task<void> hierarchical(const call_context& ctx, const all_reduce_args& a) {

@@ -14,7 +14,6 @@
 // block that came from rank r-i, and an inverse rotation puts it in place.
 // (Bruck, Ho, Kipnis, Upfal, Weathersby 1997.)
 
-#include <algorithm>
 #include <cstring>
 
 #include "algorithms/catalog.hpp"
@@ -42,17 +41,9 @@ task<void> bruck(const call_context& ctx, const all_to_all_args& a) {
     for (int i = 0; i < p; ++i)
         copy_bytes(work.data() + at(i), a.send.data() + at((r + i) % p), block);
 
-    // Round `distance` moves the blocks whose position has that bit set.
-    const auto moved = [p](int distance) {
-        int n = 0;
-        for (int i = distance; i < p; ++i)
-            n += (i & distance) != 0;
-        return n;
-    };
-    int most_moved = 0;
-    for (int distance = 1; distance < p; distance *= 2)
-        most_moved = std::max(most_moved, moved(distance));
-    scratch<> outgoing(at(most_moved)), incoming(at(most_moved));
+    // A round moves the blocks whose position has its bit set: at most half
+    // of the positions below p have any one bit set.
+    scratch<> outgoing(at(p / 2)), incoming(at(p / 2));
     std::uint64_t round = 0;
     for (int distance = 1; distance < p; distance *= 2, ++round) {
         std::size_t packed = 0;

@@ -15,16 +15,14 @@
 // interleave ranks (a machine tree over round-robin placement) would
 // reorder the operands: such a call runs the flat algorithm instead.
 
-#include <algorithm>
-
 #include "algorithms/catalog.hpp"
-#include "algorithms/common.hpp"
+#include "core/copy.hpp"
+#include "core/scratch.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
-using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 constexpr std::uint64_t to_root_step = 0;

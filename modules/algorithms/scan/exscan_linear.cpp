@@ -15,12 +15,10 @@
 #include <cstring>
 
 #include "algorithms/catalog.hpp"
-#include "algorithms/common.hpp"
+#include "core/scratch.hpp"
 
 namespace tutti {
 namespace {
-
-using algorithms_detail::scratch;
 
 task<void> linear(const call_context& ctx, const exscan_args& a) {
     const int p = ctx.size();

@@ -15,13 +15,12 @@
 #include <algorithm>
 
 #include "algorithms/catalog.hpp"
-#include "algorithms/common.hpp"
+#include "core/scratch.hpp"
 #include "hierarchy/compose.hpp"
 
 namespace tutti {
 namespace {
 
-using algorithms_detail::scratch;
 using namespace hierarchy_detail;
 
 constexpr std::uint64_t to_representative_step = 0;
