@@ -20,8 +20,6 @@
 
 namespace tutti::algorithms_detail {
 
-// Copies unless the data is already there (in place); memmove where a send
-// buffer overlaps the receive buffer without starting at the same byte.
 // Keeps a send's request only while it is pending (call_context::start_send
 // gives an empty one for a send done at once): a round whose sends all left
 // at once neither allocates nor waits (`if (!sends.empty())` before
@@ -30,9 +28,23 @@ inline void keep_pending(std::vector<request>& sends, request sent) {
     if (sent) sends.push_back(std::move(sent));
 }
 
+// Whether two buffers share a byte (an in-place call, or a send buffer
+// inside the receive buffer).
+inline bool overlapping(std::span<const std::byte> a, std::span<const std::byte> b) {
+    return !a.empty() && !b.empty() && a.data() < b.data() + b.size() &&
+           b.data() < a.data() + a.size();
+}
+
+// An in-place call: send and receive start at the same byte.
+inline bool in_place(std::span<const std::byte> send, std::span<const std::byte> recv) {
+    return !send.empty() && send.data() == recv.data();
+}
+
+// Copies unless the data is already there (in place); memmove where a send
+// buffer overlaps the receive buffer without starting at the same byte.
 inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t bytes) {
     if (!bytes || to == from) return;
-    if (to < from + bytes && from < to + bytes)
+    if (overlapping({to, bytes}, {from, bytes}))
         std::memmove(to, from, bytes);
     else
         copy_bytes(to, from, bytes);
@@ -69,7 +81,7 @@ inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> coun
 inline std::span<const std::byte> send_side(std::span<const std::byte> send,
                                             std::span<const std::byte> recv,
                                             std::optional<scratch<>>& saved) {
-    if (send.empty() || send.data() != recv.data()) return send;
+    if (!in_place(send, recv)) return send;
     saved.emplace(send.size());
     copy_bytes(saved->data(), send.data(), send.size());
     return saved->span();

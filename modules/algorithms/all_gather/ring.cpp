@@ -24,14 +24,26 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
     auto block_of = [&](int i) { return blocks_of(a.recv, block, i); };
-    // Own block first: later steps send from recv only, so a send buffer that
-    // is part of recv may be overwritten once it has been copied.
-    copy_unless_same(block_of(r).data(), a.send.data(), block);
-    if (p == 1 || block == 0) co_return;
-
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
-    for (int s = 0; s < p - 1; ++s) {
+    int s = 0;
+    if (p > 1 && block > 0 && !overlapping(a.send, a.recv)) {
+        // The first step sends the own block from send, and the copy of it
+        // into recv runs while the neighbour takes it: a block copied first
+        // and sent from recv would reach the neighbour only after that copy,
+        // and from lines just written here rather than ones it may have read
+        // before (2 ranks, 1 MiB: docs/performance.md, thirteenth session).
+        auto first = ctx.send_recv(right, a.send, left, block_of(left), 0);
+        copy_bytes(block_of(r).data(), a.send.data(), block);
+        co_await std::move(first);
+        s = 1;
+    } else {
+        // Own block first: later steps send from recv only, so a send buffer
+        // that is part of recv may be overwritten once it has been copied.
+        copy_unless_same(block_of(r).data(), a.send.data(), block);
+        if (p == 1 || block == 0) co_return;
+    }
+    for (; s < p - 1; ++s) {
         co_await ctx.send_recv(right, block_of((r - s + p) % p), left,
                                block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s));
     }

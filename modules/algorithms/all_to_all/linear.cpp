@@ -29,7 +29,15 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(), block);
+    const auto copy_own_block = [&] {
+        copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
+                         block);
+    };
+    // The own block is copied once the messages are posted, as the peers read
+    // theirs, unless send lies inside recv without being it (then a receive
+    // could overwrite it first).
+    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(a.send, a.recv);
+    if (!copy_after_posting) copy_own_block();
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));
@@ -41,6 +49,7 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
         const int dest = (r + k) % p;
         requests.push_back(ctx.isend(dest, 0, blocks_of(send, block, dest)));
     }
+    if (copy_after_posting) copy_own_block();
     co_await wait_all(requests);
 }
 

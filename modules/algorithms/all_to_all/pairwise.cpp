@@ -30,13 +30,24 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(), block);
+    const auto copy_own_block = [&] {
+        copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
+                         block);
+    };
+    // The own block is copied while the first exchange is under way, as the
+    // peer reads ours, unless send lies inside recv without being it (then
+    // a receive could overwrite it first).
+    const bool copy_during_exchange = !overlapping(a.send, a.recv) || in_place(a.send, a.recv);
+    if (!copy_during_exchange || p == 1) copy_own_block();
 
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
         const int source = (r - k + p) % p;
-        co_await ctx.send_recv(dest, blocks_of(send, block, dest), source,
-                               blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k));
+        auto exchange =
+            ctx.send_recv(dest, blocks_of(send, block, dest), source,
+                          blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k));
+        if (k == 1 && copy_during_exchange) copy_own_block();
+        co_await std::move(exchange);
     }
 }
 

@@ -37,9 +37,15 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
     if (block == 0) co_return;
-    if (r == a.root) {
-        copy_unless_same(a.recv.data() + static_cast<std::size_t>(r) * block, a.send.data(), block);
-    }
+    // Only the root has a receive buffer.
+    const auto own_place = r == a.root ? a.recv.subspan(static_cast<std::size_t>(r) * block, block)
+                                       : std::span<std::byte>{};
+    const auto copy_own_block = [&] { copy_unless_same(own_place.data(), a.send.data(), block); };
+    // The root copies its own block once its receives are posted, unless send
+    // lies inside recv without being that block (a receive could overwrite
+    // it first).
+    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(a.send, own_place);
+    if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
     if (p == 1) co_return;
 
     const int vr = relative_rank(r, a.root, p);
@@ -69,6 +75,7 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
         for (auto [lo, hi] : parts(child + 1, child_end))
             receives.push_back(ctx.irecv(actual(child), step++, place(lo, hi - lo)));
     }
+    if (vr == 0 && copy_after_posting) copy_own_block();
     co_await wait_all(receives);
     if (vr == 0) co_return;
 

@@ -25,8 +25,17 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0) co_return;
     auto result = a.recv.first(bytes);
+    const auto own = a.send.first(bytes);
+    if (r == 0 && p > 1 && (!overlapping(own, result) || in_place(own, result))) {
+        // Rank 0's result is its own data: it leaves from send while it is
+        // copied into recv.
+        auto sent = ctx.send(1, 0, own);
+        copy_unless_same(result.data(), own.data(), bytes);
+        co_await std::move(sent);
+        co_return;
+    }
     if (r == 0) {
-        copy_unless_same(result.data(), a.send.data(), bytes);
+        copy_unless_same(result.data(), own.data(), bytes);
     } else {
         scratch<> prefix(bytes);
         co_await ctx.recv(r - 1, 0, prefix.span());

@@ -37,9 +37,15 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
     const int r = ctx.rank();
     const std::size_t block = a.recv.size();
     if (block == 0) co_return;
-    if (r == a.root) {
-        copy_unless_same(a.recv.data(), a.send.data() + static_cast<std::size_t>(r) * block, block);
-    }
+    // Only the root has a send buffer.
+    const auto own_block = r == a.root ? a.send.subspan(static_cast<std::size_t>(r) * block, block)
+                                       : std::span<const std::byte>{};
+    const auto copy_own_block = [&] { copy_unless_same(a.recv.data(), own_block.data(), block); };
+    // The root copies its own block once its sends are posted, as its
+    // children read theirs, unless recv lies inside send without being that
+    // block (the copy would change a block still to be sent).
+    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(own_block, a.recv);
+    if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
     if (p == 1) co_return;
 
     const int vr = relative_rank(r, a.root, p);
@@ -83,6 +89,7 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
         for (auto [lo, hi] : parts(child + 1, child_end))
             keep_pending(sends, ctx.start_send(actual(child), step++, place(lo, hi - lo)));
     }
+    if (vr == 0 && copy_after_posting) copy_own_block();
     if (!sends.empty()) co_await wait_all(sends);
 }
 

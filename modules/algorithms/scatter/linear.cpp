@@ -29,10 +29,15 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
-    copy_unless_same(a.recv.data(), at(a.root).data(), block);
+    // The own block is copied once the sends are posted, as the peers read
+    // theirs, unless recv lies inside send without being the root's block
+    // (the copy would change a block still to be sent).
+    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(at(a.root), a.recv);
+    if (!copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
         if (peer != a.root) keep_pending(sends, ctx.start_send(peer, 0, at(peer)));
+    if (copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
     if (!sends.empty()) co_await wait_all(sends);
 }
 
