@@ -23,13 +23,22 @@ task<void> recursive_doubling(const call_context& ctx, const all_gather_args& a)
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
     auto blocks = [&](int first, int n) { return blocks_of(a.recv, block, first, n); };
-    // Own block first: later rounds send from recv only, so a send buffer
-    // that is part of recv may be overwritten once it has been copied.
-    copy_unless_same(blocks(r, 1).data(), a.send.data(), block);
-    if (p == 1 || block == 0) co_return;
-
     std::uint64_t step = 0;
-    for (int mask = 1; mask < p; mask <<= 1, ++step) {
+    int mask = 1;
+    if (p > 1 && block > 0 && !overlapping(a.send, a.recv)) {
+        // The first round sends the own block from send and copies it into
+        // recv meanwhile (as the ring all_gather does).
+        auto first = ctx.send_recv(r ^ 1, a.send, r ^ 1, blocks(r ^ 1, 1), step++);
+        copy_bytes(blocks(r, 1).data(), a.send.data(), block);
+        co_await std::move(first);
+        mask = 2;
+    } else {
+        // Own block first: later rounds send from recv only, so a send buffer
+        // that is part of recv may be overwritten once it has been copied.
+        copy_unless_same(blocks(r, 1).data(), a.send.data(), block);
+        if (p == 1 || block == 0) co_return;
+    }
+    for (; mask < p; mask <<= 1, ++step) {
         const int partner = r ^ mask;
         const int mine = r & ~(mask - 1);
         const int theirs = partner & ~(mask - 1);

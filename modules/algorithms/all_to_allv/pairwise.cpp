@@ -31,10 +31,16 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    // In place with the same offset, the own piece is already where it belongs;
-    // nothing has been received yet, so a.send still holds it.
-    copy_unless_same(a.recv.data() + a.recv_offsets[me], a.send.data() + a.send_offsets[me],
-                     a.send_counts[me]);
+    // In place with the same offset, the own piece is already where it belongs.
+    const auto copy_own_piece = [&] {
+        copy_unless_same(a.recv.data() + a.recv_offsets[me], a.send.data() + a.send_offsets[me],
+                         a.send_counts[me]);
+    };
+    // Apart buffers: the own piece is copied once the first messages are
+    // posted, as the peers read theirs. Overlapping ones (in place, where
+    // offsets may differ): first, while a.send still holds it.
+    const bool copy_after_posting = !overlapping(a.send, a.recv);
+    if (!copy_after_posting) copy_own_piece();
 
     std::vector<request> requests;
     for (int k = 1; k < p; ++k) {
@@ -49,8 +55,10 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
         if (a.send_counts[dest])
             requests.push_back(ctx.isend(static_cast<int>(dest), step,
                                          send.subspan(a.send_offsets[dest], a.send_counts[dest])));
+        if (k == 1 && copy_after_posting) copy_own_piece();
         co_await wait_all(requests);
     }
+    if (p == 1 && copy_after_posting) copy_own_piece();
 }
 
 const bool registered = register_algorithm<all_to_allv_args>({
