@@ -106,8 +106,21 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
           "recursive_doubling");
-    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "bruck");
-    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 * 64}) ==
+    // All_to_all(v): every message posted at once up to 8 ranks and 64 KiB
+    // blocks, pairwise exchanges beyond (and at 2 ranks), Bruck for tiny
+    // blocks on large communicators.
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "linear");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 16, .bytes = 16 * 64}) ==
+          "bruck");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 16}) ==
+          "linear");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 20}) ==
+          "pairwise");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 2, .bytes = 2 * 64}) ==
+          "pairwise");
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 8, .bytes = 8 * 64}) ==
+          "linear");
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 16, .bytes = 16 * 64}) ==
           "pairwise");
     // Broadcast: binomial up to 2 MiB, then a pipelined chain from 4 ranks;
     // the TCP section keeps a binomial tree up to 4 ranks and scatters
