@@ -137,6 +137,14 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(bcast) == "binomial");
     bcast.comm_size = 8;
     CHECK(tree.walk(bcast) == "scatter_allgather");
+    // All_gather over TCP: recursive doubling at every size on a power of
+    // two (shared memory: the ring from 16 KiB), the ring on others.
+    call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
+    CHECK(tree.walk(gather_all) == "ring");
+    gather_all.transport = "tcp";
+    CHECK(tree.walk(gather_all) == "recursive_doubling");
+    gather_all.comm_size = 3;
+    CHECK(tree.walk(gather_all) == "ring");
 }
 
 TEST_CASE("the walk records the path with its reasons") {
