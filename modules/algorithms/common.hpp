@@ -35,9 +35,14 @@ inline bool overlapping(std::span<const std::byte> a, std::span<const std::byte>
            b.data() < a.data() + a.size();
 }
 
-// An in-place call: send and receive start at the same byte.
-inline bool in_place(std::span<const std::byte> send, std::span<const std::byte> recv) {
-    return !send.empty() && send.data() == recv.data();
+// Whether a rank may copy its own block (from -> to) after posting its
+// messages, so that the copy runs while they travel: when send and receive
+// are apart, or when the block is already in place (nothing to copy). Else
+// one lies inside the other, and a receive could overwrite, or the copy
+// change, data not yet read.
+inline bool own_copy_can_wait(std::span<const std::byte> send, std::span<const std::byte> recv,
+                              std::span<const std::byte> from, std::span<const std::byte> to) {
+    return !overlapping(send, recv) || from.data() == to.data();
 }
 
 // Copies unless the data is already there (in place); memmove where a send
@@ -81,7 +86,7 @@ inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> coun
 inline std::span<const std::byte> send_side(std::span<const std::byte> send,
                                             std::span<const std::byte> recv,
                                             std::optional<scratch<>>& saved) {
-    if (!in_place(send, recv)) return send;
+    if (send.empty() || send.data() != recv.data()) return send;
     saved.emplace(send.size());
     copy_bytes(saved->data(), send.data(), send.size());
     return saved->span();

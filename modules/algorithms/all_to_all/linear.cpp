@@ -33,10 +33,8 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
         copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
                          block);
     };
-    // The own block is copied once the messages are posted, as the peers read
-    // theirs, unless send lies inside recv without being it (then a receive
-    // could overwrite it first).
-    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(a.send, a.recv);
+    const bool copy_after_posting =
+        own_copy_can_wait(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
     if (!copy_after_posting) copy_own_block();
 
     std::vector<request> requests;

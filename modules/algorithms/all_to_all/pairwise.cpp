@@ -34,10 +34,8 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
         copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
                          block);
     };
-    // The own block is copied while the first exchange is under way, as the
-    // peer reads ours, unless send lies inside recv without being it (then
-    // a receive could overwrite it first).
-    const bool copy_during_exchange = !overlapping(a.send, a.recv) || in_place(a.send, a.recv);
+    const bool copy_during_exchange =
+        own_copy_can_wait(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
     if (!copy_during_exchange || p == 1) copy_own_block();
 
     for (int k = 1; k < p; ++k) {

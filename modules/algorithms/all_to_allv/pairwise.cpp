@@ -32,14 +32,12 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     // In place with the same offset, the own piece is already where it belongs.
+    const auto own_from = a.send.subspan(a.send_offsets[me], a.send_counts[me]);
+    const auto own_to = a.recv.subspan(a.recv_offsets[me], a.send_counts[me]);
     const auto copy_own_piece = [&] {
-        copy_unless_same(a.recv.data() + a.recv_offsets[me], a.send.data() + a.send_offsets[me],
-                         a.send_counts[me]);
+        copy_unless_same(own_to.data(), own_from.data(), own_from.size());
     };
-    // Apart buffers: the own piece is copied once the first messages are
-    // posted, as the peers read theirs. Overlapping ones (in place, where
-    // offsets may differ): first, while a.send still holds it.
-    const bool copy_after_posting = !overlapping(a.send, a.recv);
+    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, own_from, own_to);
     if (!copy_after_posting) copy_own_piece();
 
     std::vector<request> requests;

@@ -41,10 +41,7 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
     const auto own_place = r == a.root ? a.recv.subspan(static_cast<std::size_t>(r) * block, block)
                                        : std::span<std::byte>{};
     const auto copy_own_block = [&] { copy_unless_same(own_place.data(), a.send.data(), block); };
-    // The root copies its own block once its receives are posted, unless send
-    // lies inside recv without being that block (a receive could overwrite
-    // it first).
-    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(a.send, own_place);
+    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, a.send, own_place);
     if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
     if (p == 1) co_return;
 

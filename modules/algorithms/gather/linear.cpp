@@ -29,10 +29,7 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };
-    // The own block is copied once the receives are posted, unless send lies
-    // inside recv without being the root's block (a receive could overwrite
-    // it first).
-    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(a.send, at(a.root));
+    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, a.send, at(a.root));
     if (!copy_after_posting) copy_unless_same(at(a.root).data(), a.send.data(), block);
     std::vector<request> receives;
     receives.reserve(static_cast<std::size_t>(p - 1));

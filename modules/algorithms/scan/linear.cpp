@@ -26,7 +26,7 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
     if (bytes == 0) co_return;
     auto result = a.recv.first(bytes);
     const auto own = a.send.first(bytes);
-    if (r == 0 && p > 1 && (!overlapping(own, result) || in_place(own, result))) {
+    if (r == 0 && p > 1 && own_copy_can_wait(own, result, own, result)) {
         // Rank 0's result is its own data: it leaves from send while it is
         // copied into recv.
         auto sent = ctx.send(1, 0, own);

@@ -41,10 +41,7 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
     const auto own_block = r == a.root ? a.send.subspan(static_cast<std::size_t>(r) * block, block)
                                        : std::span<const std::byte>{};
     const auto copy_own_block = [&] { copy_unless_same(a.recv.data(), own_block.data(), block); };
-    // The root copies its own block once its sends are posted, as its
-    // children read theirs, unless recv lies inside send without being that
-    // block (the copy would change a block still to be sent).
-    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(own_block, a.recv);
+    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, own_block, a.recv);
     if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
     if (p == 1) co_return;
 

@@ -29,10 +29,7 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
-    // The own block is copied once the sends are posted, as the peers read
-    // theirs, unless recv lies inside send without being the root's block
-    // (the copy would change a block still to be sent).
-    const bool copy_after_posting = !overlapping(a.send, a.recv) || in_place(at(a.root), a.recv);
+    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, at(a.root), a.recv);
     if (!copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
