@@ -494,6 +494,13 @@ all_to_allv(communicator comm, const In& send, std::span<const std::size_t> send
                                         "the buffers hold {} and {} elements",
                                         send_total / sizeof(T), recv_total / sizeof(T),
                                         std::ranges::size(send), std::ranges::size(recv)));
+    // The own piece is copied locally, with no message to compare lengths.
+    const auto me = static_cast<std::size_t>(comm.rank());
+    if (send_counts[me] != recv_counts[me])
+        detail::count_error(collective::all_to_allv,
+                            fmt::format("rank {} sends itself {} elements but expects {} from "
+                                        "itself; its own send and receive counts must be equal",
+                                        me, send_counts[me], recv_counts[me]));
     auto call = detail::begin_call(comm, collective::all_to_allv, o);
     all_to_allv_args args{bytes_of(send), sc, so, writable_bytes_of(recv), rc, ro};
     call_signature signature = detail::signature_for(collective::all_to_allv, comm, 0);

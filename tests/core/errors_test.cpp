@@ -53,6 +53,20 @@ TEST_CASE("all_to_all: ranks disagreeing on the count get a size mismatch, not a
     CHECK(mentions(e, "bytes"));
 }
 
+TEST_CASE("all_to_allv: a rank's count for itself must be the same both ways") {
+    // Rank 0 sends itself 3 elements but makes room for 1: copied as given,
+    // the piece would run past its receive buffer.
+    auto e = failure_of(2, [](communicator comm) -> task<void> {
+        const bool first = comm.rank() == 0;
+        const std::vector<std::size_t> send_counts{first ? 3u : 1u, 1u};
+        const std::vector<std::size_t> recv_counts{1u, 1u};
+        std::vector<int> send(first ? 4 : 2), recv(2);
+        co_await all_to_allv(comm, send, send_counts, recv, recv_counts);
+    });
+    CHECK(e.code() == errc::invalid_count);
+    CHECK(mentions(e, "rank 0 sends itself 3 elements but expects 1"));
+}
+
 TEST_CASE("scatter: the root must send one block per rank") {
     auto e = failure_of(4, [](communicator comm) -> task<void> {
         std::vector<int> send(comm.rank() == 0 ? 10 : 0), recv(3);
