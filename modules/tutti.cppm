@@ -97,6 +97,7 @@ using tutti::register_algorithm;
 using tutti::request;
 using tutti::restriction;
 using tutti::run_collective;
+using tutti::send_awaited;
 using tutti::signature_of;
 using tutti::transport;
 using tutti::wait_all;

@@ -28,9 +28,19 @@ void call_context::step_out_of_range(std::uint64_t step) {
                 fmt::format("algorithm step {} is beyond the limit {}", step, max_steps));
 }
 
-request call_context::isend(int peer, std::uint64_t step, std::span<const std::byte> data) const {
+namespace {
+request send_through(transport& t, int dest, const message_header& h,
+                     std::span<const std::byte> data, send_awaited when) {
+    return when == send_awaited::at_end ? t.isend_awaited_at_end(dest, h, data)
+                                        : t.isend(dest, h, data);
+}
+} // namespace
+
+request call_context::isend(int peer, std::uint64_t step, std::span<const std::byte> data,
+                            send_awaited when) const {
     auto& t = comm_->transport();
-    return t.isend(comm_->world_rank(peer), header(t.rank(), step, data.size()), data);
+    return send_through(t, comm_->world_rank(peer), header(t.rank(), step, data.size()), data,
+                        when);
 }
 
 request call_context::irecv(int peer, std::uint64_t step, std::span<std::byte> into) const {
@@ -95,13 +105,13 @@ message_step::message_step(request first, request second, std::exception_ptr fai
                                  std::move(failed)));
 }
 
-request call_context::start_send(int peer, std::uint64_t step,
-                                 std::span<const std::byte> data) const {
+request call_context::start_send(int peer, std::uint64_t step, std::span<const std::byte> data,
+                                 send_awaited when) const {
     auto& t = comm_->transport();
     const auto h = header(t.rank(), step, data.size());
     const int dest = comm_->world_rank(peer);
     if (t.try_send(dest, h, data)) return {};
-    return t.isend(dest, h, data);
+    return send_through(t, dest, h, data, when);
 }
 
 namespace {
@@ -113,9 +123,9 @@ message_step after_send(request sent) {
 }
 } // namespace
 
-message_step call_context::send(int peer, std::uint64_t step,
-                                std::span<const std::byte> data) const {
-    return after_send(start_send(peer, step, data));
+message_step call_context::send(int peer, std::uint64_t step, std::span<const std::byte> data,
+                                send_awaited when) const {
+    return after_send(start_send(peer, step, data, when));
 }
 
 namespace {
@@ -154,10 +164,11 @@ task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t
 }
 
 message_step call_context::send_recv(int dest, std::span<const std::byte> data, int source,
-                                     std::span<std::byte> into, std::uint64_t step) const {
+                                     std::span<std::byte> into, std::uint64_t step,
+                                     send_awaited when) const {
     if (into.size() <= receive_now_bytes) {
         // Sent first, so the peer has it while we look for its message.
-        auto sent = start_send(dest, step, data);
+        auto sent = start_send(dest, step, data, when);
         try {
             if (receive_now(header(comm_->world_rank(source), step, into.size()), into))
                 return after_send(std::move(sent));
@@ -167,7 +178,7 @@ message_step call_context::send_recv(int dest, std::span<const std::byte> data, 
         return {irecv(source, step, into), std::move(sent)};
     }
     auto received = irecv(source, step, into);
-    return {std::move(received), start_send(dest, step, data)};
+    return {std::move(received), start_send(dest, step, data, when)};
 }
 
 } // namespace tutti

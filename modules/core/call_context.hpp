@@ -52,6 +52,14 @@ private:
     std::optional<task<void>> waiting_;
 };
 
+// When an algorithm needs a send to have completed: before a later step of
+// its call (the default: a ring that awaits each step, a buffer overwritten
+// next), or only at the call's end, together with its other messages (a
+// fan-out such as a linear all_to_all). The transport may move a send of
+// the second kind by a path that saves a copy but holds the sender until its
+// receiver takes it (transport::isend_awaited_at_end).
+enum class send_awaited { before_next_step, at_end };
+
 class call_context {
 public:
     // Algorithms number their steps below this bound.
@@ -93,11 +101,16 @@ public:
     }
 
     // Point to point with this call's tags; peers are ranks of comm().
-    request isend(int peer, std::uint64_t step, std::span<const std::byte> data) const;
+    // `when` says whether a later step of this call awaits the send (the
+    // default) or only the call's end, with its other messages, its buffer
+    // left alone until then (a fan-out): see transport::isend_awaited_at_end.
+    request isend(int peer, std::uint64_t step, std::span<const std::byte> data,
+                  send_awaited when = send_awaited::before_next_step) const;
     // As isend, but a send the transport completes at once (try_send) gives
     // an empty request, and makes none: algorithms that post several sends
     // keep only the pending ones, and wait only if there are any.
-    request start_send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
+    request start_send(int peer, std::uint64_t step, std::span<const std::byte> data,
+                       send_awaited when = send_awaited::before_next_step) const;
     request irecv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
 
@@ -110,13 +123,15 @@ public:
     // may never be sent.)
     task<void> abandon(std::span<const request> receives, std::span<const request> sends) const;
 
-    message_step send(int peer, std::uint64_t step, std::span<const std::byte> data) const;
+    message_step send(int peer, std::uint64_t step, std::span<const std::byte> data,
+                      send_awaited when = send_awaited::before_next_step) const;
     message_step recv(int peer, std::uint64_t step, std::span<std::byte> into) const;
     task<std::vector<std::byte>> recv_any_size(int peer, std::uint64_t step) const;
     // Sends to one peer and receives from another at once, so two ranks that
     // exchange never wait on each other's send.
     message_step send_recv(int dest, std::span<const std::byte> data, int source,
-                           std::span<std::byte> into, std::uint64_t step) const;
+                           std::span<std::byte> into, std::uint64_t step,
+                           send_awaited when = send_awaited::before_next_step) const;
 
 private:
     [[noreturn]] static void phase_out_of_range(unsigned index);

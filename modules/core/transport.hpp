@@ -40,6 +40,19 @@ public:
     virtual request isend(int dest, const message_header& header,
                           std::span<const std::byte> data) = 0;
 
+    // As isend, for a send whose completion the caller awaits only when its
+    // whole call ends, together with its other messages (a fan-out such as
+    // a linear all_to_all), never before its next step. A transport may then
+    // take a path that makes the sender wait for its receiver but saves a
+    // copy: shared memory reads such a message by single copy from a lower
+    // size, since no step of the sender hangs on that wait. A send that
+    // gates the next step (a ring's, whose buffer the sender overwrites or
+    // whose completion it awaits before going on) must use isend.
+    virtual request isend_awaited_at_end(int dest, const message_header& header,
+                                         std::span<const std::byte> data) {
+        return isend(dest, header, data);
+    }
+
     // Sends as isend does if the whole message can leave at once (into a
     // ring with room, say): true then, and it is sent; false, and nothing
     // was sent (the caller sends with isend, which reports a failure). A

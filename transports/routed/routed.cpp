@@ -282,12 +282,12 @@ public:
 
     request isend(int dest, const message_header& header,
                   std::span<const std::byte> data) override {
-        check_rank(dest, "send to");
-        if (state_->failure) return failed();
-        if (route_to(dest) == route::tcp) return tcp_request(tcp_->isend(dest, header, data));
-        auto h = header;
-        h.key.source = local(rank_);
-        return shm_request(shm_->isend(local(dest), h, data), false);
+        return send(dest, header, data, false);
+    }
+
+    request isend_awaited_at_end(int dest, const message_header& header,
+                                 std::span<const std::byte> data) override {
+        return send(dest, header, data, true);
     }
 
     request irecv(const message_header& expected, std::span<std::byte> into) override {
@@ -362,6 +362,20 @@ private:
         if (peer < 0 || peer >= size_)
             throw error(errc::invalid_argument,
                         fmt::format("{} rank {} outside the world of {}", what, peer, size_));
+    }
+
+    // The hint of isend_awaited_at_end matters on shared memory only: TCP
+    // has one path.
+    request send(int dest, const message_header& header, std::span<const std::byte> data,
+                 bool awaited_at_end) {
+        check_rank(dest, "send to");
+        if (state_->failure) return failed();
+        if (route_to(dest) == route::tcp) return tcp_request(tcp_->isend(dest, header, data));
+        auto h = header;
+        h.key.source = local(rank_);
+        return shm_request(awaited_at_end ? shm_->isend_awaited_at_end(local(dest), h, data)
+                                          : shm_->isend(local(dest), h, data),
+                           false);
     }
 
     request failed() const {

@@ -334,7 +334,14 @@ public:
                 .one_thread = true};
     }
 
-    request isend(int dest, const message_header& header, std::span<const std::byte> data) override;
+    request isend(int dest, const message_header& header,
+                  std::span<const std::byte> data) override {
+        return send(dest, header, data, opts_.cma_threshold);
+    }
+    request isend_awaited_at_end(int dest, const message_header& header,
+                                 std::span<const std::byte> data) override {
+        return send(dest, header, data, opts_.cma_threshold_awaited_at_end);
+    }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         return mailbox_.post(expected, into, false);
@@ -466,6 +473,8 @@ private:
     const std::byte* mapping_of(int src, const mapped_source& m);
     void handle_answer(int src, const cell_header& h);
     bool single_copy(rendezvous& r, bool stage);
+    request send(int dest, const message_header& header, std::span<const std::byte> data,
+                 std::size_t cma_from);
     std::size_t retry_unclaimed(bool stage_all);
     bool exited(int r);
     void check_liveness();
@@ -550,7 +559,9 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         if (r != rank_)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
                   rank_, r, geo_.cell_bytes, geo_.depth,
-                  cma_to(r) ? "from " + std::to_string(opts_.cma_threshold) + " bytes" : "off",
+                  cma_to(r) ? fmt::format("from {} bytes ({} for sends awaited at the end)",
+                                          opts_.cma_threshold, opts_.cma_threshold_awaited_at_end)
+                            : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
 }
 
@@ -840,14 +851,18 @@ bool endpoint::try_send(int dest, const message_header& header, std::span<const 
     }
     const auto d = static_cast<std::size_t>(dest);
     // A lost peer's failure, and a message that may go by single copy, are
-    // isend's to handle.
+    // isend's to handle (or isend_awaited_at_end's: the caller does not say
+    // which it would call, so the lower threshold applies).
     if (lost_[d] || (data.size() >= opts_.mapped_threshold && map_to_[d]) ||
-        (data.size() >= opts_.cma_threshold && cma_to(dest)))
+        (data.size() >= std::min(opts_.cma_threshold, opts_.cma_threshold_awaited_at_end) &&
+         cma_to(dest)))
         return false;
     return write_now(dest, header, data);
 }
 
-request endpoint::isend(int dest, const message_header& header, std::span<const std::byte> data) {
+// isend, with messages of cma_from bytes or more read by single copy.
+request endpoint::send(int dest, const message_header& header, std::span<const std::byte> data,
+                       std::size_t cma_from) {
     check_destination(dest);
     if (dest == rank_) {
         mailbox_.deliver(header, data);
@@ -864,7 +879,7 @@ request endpoint::isend(int dest, const message_header& header, std::span<const 
     std::optional<shared_region_ref> region;
     if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
-    const bool cma = !region && cma_to(dest) && data.size() >= opts_.cma_threshold;
+    const bool cma = !region && cma_to(dest) && data.size() >= cma_from;
     if (!cma && !region && write_now(dest, header, data)) return completed_request();
     auto done = make_request();
     out_[static_cast<std::size_t>(dest)].sends.push_back({header, data, done, 0, cma, region});
@@ -1565,6 +1580,8 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_CELL_BYTES")) opts.cell_bytes = *v;
     if (auto v = size_from_environment("TUTTI_SHM_RING_DEPTH")) opts.ring_depth = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD_AT_END"))
+        opts.cma_threshold_awaited_at_end = *v;
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
 }

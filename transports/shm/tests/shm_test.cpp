@@ -163,7 +163,7 @@ message_header header_for(int source, std::uint64_t step, std::size_t bytes) {
 // With `shared`, the send buffers are shared memory (tutti::shared_vector),
 // each starting 8 bytes into its region.
 void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<std::size_t>& sizes,
-                    bool shared = false) {
+                    bool shared = false, bool awaited_at_end = false) {
     const int me = t.rank();
     const int peer = 1 - me;
     std::vector<std::vector<std::byte>> private_out(sizes.size()), in(sizes.size());
@@ -193,7 +193,9 @@ void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<s
         for (std::size_t m = 0; m < sizes.size(); m += 2)
             post(m);
         for (std::size_t m = 0; m < sizes.size(); ++m)
-            sends.push_back(t.isend(peer, header_for(me, m, sizes[m]), out[m]));
+            sends.push_back(awaited_at_end
+                                ? t.isend_awaited_at_end(peer, header_for(me, m, sizes[m]), out[m])
+                                : t.isend(peer, header_for(me, m, sizes[m]), out[m]));
         co_await wait_all(sends);
         for (std::size_t m = 1; m < sizes.size(); m += 2)
             post(m);
@@ -362,6 +364,31 @@ TEST_CASE(
         check_all_succeeded(outcomes);
         CHECK_FALSE(segment_exists(job));
     }
+}
+
+TEST_CASE("shm: a send awaited only at the end goes by single copy from its own threshold") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        shm::options opts;
+        opts.cell_bytes = 16384;
+        opts.ring_depth = 8;
+        opts.cma_threshold = 256 * 1024;
+        opts.cma_threshold_awaited_at_end = 40000;
+        auto t = shm::create_transport(boot, io, opts);
+        if (!t->cma_to(1 - t->rank())) {
+            fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
+            return;
+        }
+        exchange_sizes(*t, io, {39999, 40000, 100000}, false, true);
+        auto c = t->counters();
+        expect(c.cma == 2 && c.chunked == 1,
+               fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
+        // The same size sent by isend stays below its threshold: chunks.
+        exchange_sizes(*t, io, {100000});
+        c = t->counters();
+        expect(c.cma == 2 && c.chunked == 2,
+               fmt::format("then by isend: {} cma, {} chunked, not 2 and 2", c.cma, c.chunked));
+    });
 }
 
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
