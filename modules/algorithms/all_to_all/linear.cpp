@@ -45,7 +45,7 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
     }
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
-        requests.push_back(ctx.isend(dest, 0, blocks_of(send, block, dest)));
+        requests.push_back(ctx.isend(dest, 0, blocks_of(send, block, dest), send_awaited::at_end));
     }
     if (copy_after_posting) copy_own_block();
     co_await wait_all(requests);

@@ -41,9 +41,11 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
         const int source = (r - k + p) % p;
+        // The last step's send is awaited only as the call ends.
         auto exchange =
             ctx.send_recv(dest, blocks_of(send, block, dest), source,
-                          blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k));
+                          blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k),
+                          k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step);
         if (k == 1 && copy_during_exchange) copy_own_block();
         co_await std::move(exchange);
     }

@@ -53,7 +53,8 @@ task<void> linear(const call_context& ctx, const all_to_allv_args& a) {
         const auto dest = static_cast<std::size_t>((r + k) % p);
         if (a.send_counts[dest])
             requests.push_back(ctx.isend(static_cast<int>(dest), 0,
-                                         send.subspan(a.send_offsets[dest], a.send_counts[dest])));
+                                         send.subspan(a.send_offsets[dest], a.send_counts[dest]),
+                                         send_awaited::at_end));
     }
     if (copy_after_posting) copy_own_piece();
     co_await wait_all(requests);

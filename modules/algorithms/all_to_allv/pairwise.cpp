@@ -51,8 +51,11 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
                 ctx.irecv(static_cast<int>(source), step,
                           a.recv.subspan(a.recv_offsets[source], a.recv_counts[source])));
         if (a.send_counts[dest])
-            requests.push_back(ctx.isend(static_cast<int>(dest), step,
-                                         send.subspan(a.send_offsets[dest], a.send_counts[dest])));
+            // The last step's send is awaited only as the call ends.
+            requests.push_back(
+                ctx.isend(static_cast<int>(dest), step,
+                          send.subspan(a.send_offsets[dest], a.send_counts[dest]),
+                          k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step));
         if (k == 1 && copy_after_posting) copy_own_piece();
         co_await wait_all(requests);
     }

@@ -34,7 +34,9 @@ task<void> binomial(const call_context& ctx, const broadcast_args& a) {
 
     std::vector<request> sends;
     for (int mask = limit / 2; mask > 0; mask /= 2)
-        if (vr + mask < p) keep_pending(sends, ctx.start_send(actual(vr + mask), 0, a.buffer));
+        if (vr + mask < p)
+            keep_pending(sends,
+                         ctx.start_send(actual(vr + mask), 0, a.buffer, send_awaited::at_end));
     if (!sends.empty()) co_await wait_all(sends);
 }
 

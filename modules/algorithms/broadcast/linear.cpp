@@ -28,7 +28,8 @@ task<void> linear(const call_context& ctx, const broadcast_args& a) {
     }
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
-        if (peer != a.root) keep_pending(sends, ctx.start_send(peer, 0, a.buffer));
+        if (peer != a.root)
+            keep_pending(sends, ctx.start_send(peer, 0, a.buffer, send_awaited::at_end));
     if (!sends.empty()) co_await wait_all(sends);
 }
 

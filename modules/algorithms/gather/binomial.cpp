@@ -78,10 +78,11 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
 
     const int parent = actual(vr - limit);
     std::vector<request> sends;
-    keep_pending(sends, ctx.start_send(parent, own_block_step, a.send));
+    keep_pending(sends, ctx.start_send(parent, own_block_step, a.send, send_awaited::at_end));
     std::uint64_t step = first_rest_step;
     for (auto [lo, hi] : parts(vr + 1, end))
-        keep_pending(sends, ctx.start_send(parent, step++, place(lo, hi - lo)));
+        keep_pending(sends,
+                     ctx.start_send(parent, step++, place(lo, hi - lo), send_awaited::at_end));
     if (!sends.empty()) co_await wait_all(sends);
 }
 

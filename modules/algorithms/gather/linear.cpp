@@ -25,7 +25,7 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
     const std::size_t block = a.send.size();
     if (block == 0) co_return;
     if (ctx.rank() != a.root) {
-        co_await ctx.send(a.root, 0, a.send);
+        co_await ctx.send(a.root, 0, a.send, send_awaited::at_end);
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };

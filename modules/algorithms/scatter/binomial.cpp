@@ -81,10 +81,12 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
         const int child = vr + mask;
         if (child >= p) continue;
         const int child_end = std::min(child + mask, p);
-        keep_pending(sends, ctx.start_send(actual(child), own_block_step, place(child, 1)));
+        keep_pending(sends, ctx.start_send(actual(child), own_block_step, place(child, 1),
+                                           send_awaited::at_end));
         std::uint64_t step = first_rest_step;
         for (auto [lo, hi] : parts(child + 1, child_end))
-            keep_pending(sends, ctx.start_send(actual(child), step++, place(lo, hi - lo)));
+            keep_pending(sends, ctx.start_send(actual(child), step++, place(lo, hi - lo),
+                                               send_awaited::at_end));
     }
     if (vr == 0 && copy_after_posting) copy_own_block();
     if (!sends.empty()) co_await wait_all(sends);

@@ -33,7 +33,8 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
     if (!copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
-        if (peer != a.root) keep_pending(sends, ctx.start_send(peer, 0, at(peer)));
+        if (peer != a.root)
+            keep_pending(sends, ctx.start_send(peer, 0, at(peer), send_awaited::at_end));
     if (copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
     if (!sends.empty()) co_await wait_all(sends);
 }
