@@ -106,10 +106,14 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
           "recursive_doubling");
-    // All_to_all(v): every message posted at once up to 8 ranks and 64 KiB
-    // blocks, pairwise exchanges beyond (and at 2 ranks), Bruck for tiny
-    // blocks on large communicators.
+    // All_to_all(v): every message posted at once from 3 to 8 ranks (up to
+    // 256 KiB blocks at 4 ranks and fewer), pairwise exchanges beyond and at
+    // 2 ranks, Bruck for tiny blocks on large communicators.
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "linear");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 << 20}) ==
+          "linear");
+    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 18}) ==
+          "linear");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 16, .bytes = 16 * 64}) ==
           "bruck");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 16}) ==
