@@ -126,11 +126,15 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
           "linear");
     CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 16, .bytes = 16 * 64}) ==
           "pairwise");
-    // Broadcast: binomial up to 2 MiB, then a pipelined chain from 4 ranks;
+    // Broadcast: up to 2 MiB the root sends to every rank up to 8 ranks and
+    // through a binomial tree beyond, then a pipelined chain from 4 ranks;
     // the TCP section keeps a binomial tree up to 4 ranks and scatters
     // long buffers beyond.
     call_signature bcast{.kind = collective::broadcast, .comm_size = 8, .bytes = 32768};
+    CHECK(tree.walk(bcast) == "linear");
+    bcast.comm_size = 16;
     CHECK(tree.walk(bcast) == "binomial");
+    bcast.comm_size = 8;
     bcast.bytes = 4 << 20;
     CHECK(tree.walk(bcast) == "pipeline");
     bcast.comm_size = 3;
@@ -141,6 +145,12 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(bcast) == "binomial");
     bcast.comm_size = 8;
     CHECK(tree.walk(bcast) == "scatter_allgather");
+    // Gather and scatter: the root exchanges with every rank directly up to
+    // 8 ranks, through a binomial tree beyond.
+    for (auto kind : {collective::gather, collective::scatter}) {
+        CHECK(tree.walk({.kind = kind, .comm_size = 8, .bytes = 8 << 20}) == "linear");
+        CHECK(tree.walk({.kind = kind, .comm_size = 16, .bytes = 16 * 8}) == "binomial");
+    }
     // All_gather over TCP: recursive doubling at every size on a power of
     // two (shared memory: the ring from 16 KiB), the ring on others.
     call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
