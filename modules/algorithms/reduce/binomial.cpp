@@ -50,10 +50,14 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
     scratch<> incoming(receives ? bytes : 0), partial(receives && !at_root ? bytes : 0);
     const std::byte* mine = a.send.data();
     std::byte* combined = nullptr;
+    // A rank's send is its last message, except at a root that receives the
+    // result from rank 0 after it.
+    const auto send_to_parent =
+        top == a.root || !at_root ? send_awaited::at_end : send_awaited::before_next_step;
     std::uint64_t round = 0;
     for (int mask = 1; mask < p; mask *= 2, ++round) {
         if (vr & mask) {
-            co_await ctx.send(actual(vr - mask), round, {mine, bytes});
+            co_await ctx.send(actual(vr - mask), round, {mine, bytes}, send_to_parent);
             break;
         }
         if (vr + mask >= p) continue;
@@ -67,7 +71,7 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
     // the result (it received at least once, as p > 1).
     if (top != a.root) {
         if (r == top)
-            co_await ctx.send(a.root, to_root_step, {mine, bytes});
+            co_await ctx.send(a.root, to_root_step, {mine, bytes}, send_awaited::at_end);
         else if (at_root)
             co_await ctx.recv(top, to_root_step, a.recv.first(bytes));
     }

@@ -23,7 +23,7 @@ task<void> linear(const call_context& ctx, const reduce_args& a) {
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0) co_return;
     if (ctx.rank() != a.root) {
-        co_await ctx.send(a.root, 0, a.send.first(bytes));
+        co_await ctx.send(a.root, 0, a.send.first(bytes), send_awaited::at_end);
         co_return;
     }
     if (p == 1) {
