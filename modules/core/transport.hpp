@@ -44,10 +44,12 @@ public:
     // whole call ends, together with its other messages (a fan-out such as
     // a linear all_to_all), never before its next step. A transport may then
     // take a path that makes the sender wait for its receiver but saves a
-    // copy: shared memory reads such a message by single copy from a lower
-    // size, since no step of the sender hangs on that wait. A send that
-    // gates the next step (a ring's, whose buffer the sender overwrites or
-    // whose completion it awaits before going on) must use isend.
+    // copy, since no step of the sender hangs on that wait: shared memory
+    // reads such a message by single copy from a lower size where ranks
+    // share cores. A send that gates the next step (a ring's, whose buffer
+    // the sender overwrites or whose completion it awaits before going on)
+    // must use isend. Measured: chains of steps, even their last send, do
+    // better without it (docs/performance.md, fourteenth session).
     virtual request isend_awaited_at_end(int dest, const message_header& header,
                                          std::span<const std::byte> data) {
         return isend(dest, header, data);

@@ -41,6 +41,8 @@ namespace {
 
 constexpr std::uint64_t segment_magic = 0x336d736974747574; // "tuttism3"
 constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
+// options::cma_threshold_awaited_at_end where ranks share cores.
+constexpr std::size_t oversubscribed_cma_threshold_at_end = 32 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
@@ -537,6 +539,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     map_to_.assign(n, opts_.use_mapped ? 1 : 0);
     cannot_help_.assign(n, 0);
     share_copies_ = opts_.shared_copy_chunk > 0 && !ranks_outnumber_cores(size_);
+    if (opts_.cma_threshold_awaited_at_end == 0)
+        opts_.cma_threshold_awaited_at_end = ranks_outnumber_cores(size_)
+                                                 ? oversubscribed_cma_threshold_at_end
+                                                 : opts_.cma_threshold;
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
     try {

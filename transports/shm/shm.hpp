@@ -34,12 +34,16 @@ struct options {
     std::size_t cma_threshold = 256 * 1024;
     // The same for a send whose sender awaits it only at the end of its call
     // (transport::isend_awaited_at_end: a fan-out such as a linear
-    // all_to_all). Through the cells a message costs two copies, the
-    // sender's and the receiver's; read by single copy it costs one, and
-    // the wait it adds to the sender holds up no step of its. Oversubscribed,
-    // where every copy takes a core from another rank, that halves the
-    // time from 32 KiB (8 ranks, 32 KiB blocks: 294 -> 173 us).
-    std::size_t cma_threshold_awaited_at_end = 32 * 1024;
+    // all_to_all); 0 picks 32 KiB when the node's ranks outnumber its cores,
+    // else cma_threshold. Through the cells a message costs two copies, the
+    // sender's and the receiver's, on two cores at once; read by single copy
+    // it costs one, on the receiver's core, and the wait it adds to the
+    // sender holds up no step of its. Where ranks share cores every copy
+    // takes a core from another rank, and one copy instead of two wins from
+    // 32 KiB (8 ranks, 1 MiB all_to_all: 835 -> 437 us); with a core each
+    // the two copies run side by side, and the cells win on buffers that
+    // are not in cache (docs/performance.md, fourteenth session).
+    std::size_t cma_threshold_awaited_at_end = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
     // Messages of at least this many bytes whose send buffer is shared memory

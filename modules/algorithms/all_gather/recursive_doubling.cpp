@@ -25,14 +25,10 @@ task<void> recursive_doubling(const call_context& ctx, const all_gather_args& a)
     auto blocks = [&](int first, int n) { return blocks_of(a.recv, block, first, n); };
     std::uint64_t step = 0;
     int mask = 1;
-    // The last round's send is awaited only as the call ends.
-    const auto last_send = [&](int round_mask) {
-        return 2 * round_mask >= p ? send_awaited::at_end : send_awaited::before_next_step;
-    };
     if (p > 1 && block > 0 && !overlapping(a.send, a.recv)) {
         // The first round sends the own block from send and copies it into
         // recv meanwhile (as the ring all_gather does).
-        auto first = ctx.send_recv(r ^ 1, a.send, r ^ 1, blocks(r ^ 1, 1), step++, last_send(1));
+        auto first = ctx.send_recv(r ^ 1, a.send, r ^ 1, blocks(r ^ 1, 1), step++);
         copy_bytes(blocks(r, 1).data(), a.send.data(), block);
         co_await std::move(first);
         mask = 2;
@@ -46,8 +42,7 @@ task<void> recursive_doubling(const call_context& ctx, const all_gather_args& a)
         const int partner = r ^ mask;
         const int mine = r & ~(mask - 1);
         const int theirs = partner & ~(mask - 1);
-        co_await ctx.send_recv(partner, blocks(mine, mask), partner, blocks(theirs, mask), step,
-                               last_send(mask));
+        co_await ctx.send_recv(partner, blocks(mine, mask), partner, blocks(theirs, mask), step);
     }
 }
 

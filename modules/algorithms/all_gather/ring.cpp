@@ -26,10 +26,6 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
     auto block_of = [&](int i) { return blocks_of(a.recv, block, i); };
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
-    // The last step's send is awaited only as the call ends.
-    const auto last_send = [&](int step) {
-        return step == p - 2 ? send_awaited::at_end : send_awaited::before_next_step;
-    };
     int s = 0;
     if (p > 1 && block > 0 && !overlapping(a.send, a.recv)) {
         // The first step sends the own block from send, and the copy of it
@@ -37,7 +33,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
         // and sent from recv would reach the neighbour only after that copy,
         // and from lines just written here rather than ones it may have read
         // before (2 ranks, 1 MiB: docs/performance.md, thirteenth session).
-        auto first = ctx.send_recv(right, a.send, left, block_of(left), 0, last_send(0));
+        auto first = ctx.send_recv(right, a.send, left, block_of(left), 0);
         copy_bytes(block_of(r).data(), a.send.data(), block);
         co_await std::move(first);
         s = 1;
@@ -49,8 +45,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
     }
     for (; s < p - 1; ++s) {
         co_await ctx.send_recv(right, block_of((r - s + p) % p), left,
-                               block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s),
-                               last_send(s));
+                               block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s));
     }
 }
 

@@ -26,7 +26,7 @@ task<void> linear(const call_context& ctx, const exscan_args& a) {
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0 || p == 1) co_return;
     if (r == 0) {
-        co_await ctx.send(1, 0, a.send.first(bytes), send_awaited::at_end);
+        co_await ctx.send(1, 0, a.send.first(bytes));
         co_return;
     }
 
@@ -37,7 +37,7 @@ task<void> linear(const call_context& ctx, const exscan_args& a) {
     if (r + 1 < p) {
         scratch<> next(bytes);
         a.op->combine(prefix.data(), a.send.data(), next.data(), a.count);
-        co_await ctx.send(r + 1, 0, next.span(), send_awaited::at_end);
+        co_await ctx.send(r + 1, 0, next.span());
     }
     if (in_place) std::memcpy(a.recv.data(), aside.data(), bytes);
 }

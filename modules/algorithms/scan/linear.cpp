@@ -29,7 +29,7 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
     if (r == 0 && p > 1 && own_copy_can_wait(own, result, own, result)) {
         // Rank 0's result is its own data: it leaves from send while it is
         // copied into recv.
-        auto sent = ctx.send(1, 0, own, send_awaited::at_end);
+        auto sent = ctx.send(1, 0, own);
         copy_unless_same(result.data(), own.data(), bytes);
         co_await std::move(sent);
         co_return;
@@ -41,7 +41,7 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
         co_await ctx.recv(r - 1, 0, prefix.span());
         a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
     }
-    if (r + 1 < p) co_await ctx.send(r + 1, 0, result, send_awaited::at_end);
+    if (r + 1 < p) co_await ctx.send(r + 1, 0, result);
 }
 
 const bool registered = register_algorithm<scan_args>({
