@@ -122,9 +122,10 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
     std::size_t next = 0;
     double warm_seconds = 0;
     for (int i = 0; i < t.warmup; ++i) {
+        auto& set = next_set(s, l, pool, next);
         MPI_Barrier(MPI_COMM_WORLD);
         const auto start = clock_type::now();
-        call.run(pool[next++ % pool.size()]);
+        call.run(set);
         warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     if (t.warmup > 0) {
@@ -134,9 +135,10 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
     }
     double seconds = 0;
     for (int i = 0; i < iterations; ++i) {
+        auto& set = next_set(s, l, pool, next);
         MPI_Barrier(MPI_COMM_WORLD);
         const auto start = clock_type::now();
-        call.run(pool[next++ % pool.size()]);
+        call.run(set);
         seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     t.iterations = iterations;

@@ -208,9 +208,10 @@ tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
     std::size_t next = 0;
     double warm_seconds = 0;
     for (int i = 0; i < t.warmup; ++i) {
+        auto& set = next_set(s, l, pool, next);
         co_await tutti::barrier(world);
         const auto start = clock_type::now();
-        co_await make_call(pool[next++ % pool.size()]);
+        co_await make_call(set);
         warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     if (t.warmup > 0) {
@@ -220,9 +221,10 @@ tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
     }
     double seconds = 0;
     for (int i = 0; i < iterations; ++i) {
+        auto& set = next_set(s, l, pool, next);
         co_await tutti::barrier(world);
         const auto start = clock_type::now();
-        co_await make_call(pool[next++ % pool.size()]);
+        co_await make_call(set);
         seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
     t.iterations = iterations;

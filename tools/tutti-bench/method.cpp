@@ -175,6 +175,9 @@ void add_options(CLI::App& app, settings& s) {
                    "buffer sets cycled through, one per call, so caches do not flatter results")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    app.add_flag("--rewrite", s.rewrite,
+                 "each rank writes its buffers again before every call (untimed), as an "
+                 "application that has just produced its data would");
     app.add_option("--pool-limit", s.given.pool_limit,
                    "the buffer sets of one size stay below this")
         ->capture_default_str();
@@ -280,6 +283,13 @@ std::vector<buffer_set> make_pool(const settings& s, const layout& l,
         fill(l, pool.back());
     }
     return pool;
+}
+
+buffer_set& next_set(const settings& s, const layout& l, std::vector<buffer_set>& pool,
+                     std::size_t& next) {
+    auto& set = pool[next++ % pool.size()];
+    if (s.rewrite) fill(l, set);
+    return set;
 }
 
 void fill(const layout& l, buffer_set& b) {

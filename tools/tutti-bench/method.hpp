@@ -48,6 +48,11 @@ struct settings {
     // they end within this (for implementations that collapse).
     double time_limit = 10.0;
     int buffers = 1;
+    // Each rank writes its buffers again before every call, untimed, as an
+    // application that has just produced its data would: the lines are then
+    // modified in the writer's cache, not shared with the reader from the
+    // call before.
+    bool rewrite = false;
     // The pool of buffer sets is cut so it stays below this many bytes.
     std::size_t pool_limit = 1024 * mib;
     bool validate = false;
@@ -120,6 +125,10 @@ std::vector<buffer_set>
 make_pool(const settings& s, const layout& l,
           std::pmr::memory_resource* memory = std::pmr::new_delete_resource());
 void fill(const layout& l, buffer_set& b);
+// The set the next call uses (the pool cycles), written again first under
+// --rewrite; call it before the barrier that starts the call.
+buffer_set& next_set(const settings& s, const layout& l, std::vector<buffer_set>& pool,
+                     std::size_t& next);
 // Empty when this rank's result of one call on freshly filled buffers is
 // right; otherwise where it first differs.
 std::string check(const layout& l, const buffer_set& b);

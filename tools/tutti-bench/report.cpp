@@ -128,6 +128,7 @@ void report::finish() {
                            {"warmup", settings_.warmup},
                            {"time_limit_s", settings_.time_limit},
                            {"buffers", settings_.buffers},
+                           {"rewrite", settings_.rewrite},
                            {"pool_limit_bytes", settings_.pool_limit},
                            {"validate", settings_.validate},
                            {"root", settings_.root}};

@@ -146,3 +146,23 @@ TEST_CASE("checks accept a correct result and reject one wrong element") {
         }
     }
 }
+
+TEST_CASE("the pool cycles, and --rewrite writes a set again before its call") {
+    const auto l = layout_for(collective::all_to_all, 1024, 2, 0, 0);
+    for (bool rewrite : {false, true}) {
+        CAPTURE(rewrite);
+        settings s;
+        s.buffers = 2;
+        s.rewrite = rewrite;
+        auto pool = make_pool(s, l);
+        REQUIRE(pool.size() == 2);
+        const auto filled = pool[0].send;
+        pool[0].send.front() = filled.front() + 1; // a call's leftover, say
+        std::size_t next = 0;
+        CHECK(&next_set(s, l, pool, next) == &pool[0]);
+        CHECK(&next_set(s, l, pool, next) == &pool[1]);
+        CHECK(&next_set(s, l, pool, next) == &pool[0]);
+        CHECK(next == 3);
+        CHECK((pool[0].send.front() == filled.front()) == rewrite);
+    }
+}
