@@ -29,8 +29,11 @@ tutti::task<void> through_rank_zero(const tutti::call_context& ctx,
             co_await ctx.recv(r, 0, incoming);
             a.op->combine(result.data(), incoming.data(), result.data(), a.count);
         }
+        // A fan-out: nothing but the end of the call waits for these.
+        std::vector<tutti::request> sends;
         for (int r = 1; r < ctx.size(); ++r)
-            co_await ctx.send(r, 1, result);
+            sends.push_back(ctx.isend(r, 1, result, tutti::send_awaited::at_end));
+        co_await tutti::wait_all(sends);
     } else {
         co_await ctx.send(0, 0, result);
         co_await ctx.recv(0, 1, result);
