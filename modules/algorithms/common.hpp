@@ -55,6 +55,31 @@ inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t b
         copy_bytes(to, from, bytes);
 }
 
+// A rank's own block of an exchange, which it copies itself (from -> to, of
+// one size; both empty where the rank keeps none). The copy is made at once
+// when it must come first (own_copy_can_wait says no), else when
+// copy_if_deferred() is called after the messages are posted, so that it
+// runs while they travel.
+class own_block_copy {
+public:
+    own_block_copy(std::span<const std::byte> send, std::span<const std::byte> recv,
+                   std::span<const std::byte> from, std::span<std::byte> to)
+        : from_(from), to_(to), deferred_(own_copy_can_wait(send, recv, from, to)) {
+        if (!deferred_) copy_unless_same(to_.data(), from_.data(), from_.size());
+    }
+    // Makes the copy if the constructor left it; later calls do nothing.
+    void copy_if_deferred() {
+        if (!deferred_) return;
+        deferred_ = false;
+        copy_unless_same(to_.data(), from_.data(), from_.size());
+    }
+
+private:
+    std::span<const std::byte> from_;
+    std::span<std::byte> to_;
+    bool deferred_;
+};
+
 // Where piece i starts when n units are cut into `pieces` nearly equal pieces:
 // the first n mod pieces are one unit longer, so piece 0 is the largest and
 // pieces are empty only when n < pieces.

@@ -507,6 +507,9 @@ private:
     std::vector<char> map_to_;      // per destination: it can map our shared regions
     std::vector<char> cannot_help_; // per receiver: writing into its memory failed
     bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
+    // The lower of the two single-copy thresholds: try_send, which is not
+    // told how its send is awaited, leaves messages this large to isend.
+    std::size_t single_copy_from_ = 0;
     std::vector<char> lost_;        // per peer: found gone
     std::vector<char> peer_failed_; // per peer: its failed_on was seen, its sends failed
     bool failed_ = false;           // this rank saw a crash (rank_block::failed_on)
@@ -543,6 +546,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         opts_.cma_threshold_awaited_at_end = ranks_outnumber_cores(size_)
                                                  ? oversubscribed_cma_threshold_at_end
                                                  : opts_.cma_threshold;
+    single_copy_from_ = std::min(opts_.cma_threshold, opts_.cma_threshold_awaited_at_end);
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
     try {
@@ -857,11 +861,9 @@ bool endpoint::try_send(int dest, const message_header& header, std::span<const 
     }
     const auto d = static_cast<std::size_t>(dest);
     // A lost peer's failure, and a message that may go by single copy, are
-    // isend's to handle (or isend_awaited_at_end's: the caller does not say
-    // which it would call, so the lower threshold applies).
+    // isend's (or isend_awaited_at_end's) to handle.
     if (lost_[d] || (data.size() >= opts_.mapped_threshold && map_to_[d]) ||
-        (data.size() >= std::min(opts_.cma_threshold, opts_.cma_threshold_awaited_at_end) &&
-         cma_to(dest)))
+        (data.size() >= single_copy_from_ && cma_to(dest)))
         return false;
     return write_now(dest, header, data);
 }

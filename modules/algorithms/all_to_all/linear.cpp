@@ -29,13 +29,7 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    const auto copy_own_block = [&] {
-        copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
-                         block);
-    };
-    const bool copy_after_posting =
-        own_copy_can_wait(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
-    if (!copy_after_posting) copy_own_block();
+    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));
@@ -47,7 +41,7 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
         const int dest = (r + k) % p;
         requests.push_back(ctx.isend(dest, 0, blocks_of(send, block, dest), send_awaited::at_end));
     }
-    if (copy_after_posting) copy_own_block();
+    own.copy_if_deferred();
     co_await wait_all(requests);
 }
 

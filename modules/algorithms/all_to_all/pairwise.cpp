@@ -30,13 +30,7 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    const auto copy_own_block = [&] {
-        copy_unless_same(blocks_of(a.recv, block, r).data(), blocks_of(a.send, block, r).data(),
-                         block);
-    };
-    const bool copy_during_exchange =
-        own_copy_can_wait(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
-    if (!copy_during_exchange || p == 1) copy_own_block();
+    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
 
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
@@ -46,9 +40,10 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
             ctx.send_recv(dest, blocks_of(send, block, dest), source,
                           blocks_of(a.recv, block, source), static_cast<std::uint64_t>(k),
                           k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step);
-        if (k == 1 && copy_during_exchange) copy_own_block();
+        if (k == 1) own.copy_if_deferred();
         co_await std::move(exchange);
     }
+    own.copy_if_deferred(); // p == 1
 }
 
 const bool registered = register_algorithm<all_to_all_args>({

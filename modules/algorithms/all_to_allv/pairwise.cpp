@@ -32,13 +32,8 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     // In place with the same offset, the own piece is already where it belongs.
-    const auto own_from = a.send.subspan(a.send_offsets[me], a.send_counts[me]);
-    const auto own_to = a.recv.subspan(a.recv_offsets[me], a.send_counts[me]);
-    const auto copy_own_piece = [&] {
-        copy_unless_same(own_to.data(), own_from.data(), own_from.size());
-    };
-    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, own_from, own_to);
-    if (!copy_after_posting) copy_own_piece();
+    own_block_copy own(a.send, a.recv, a.send.subspan(a.send_offsets[me], a.send_counts[me]),
+                       a.recv.subspan(a.recv_offsets[me], a.send_counts[me]));
 
     std::vector<request> requests;
     for (int k = 1; k < p; ++k) {
@@ -56,10 +51,10 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
                 ctx.isend(static_cast<int>(dest), step,
                           send.subspan(a.send_offsets[dest], a.send_counts[dest]),
                           k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step));
-        if (k == 1 && copy_after_posting) copy_own_piece();
+        if (k == 1) own.copy_if_deferred();
         co_await wait_all(requests);
     }
-    if (p == 1 && copy_after_posting) copy_own_piece();
+    own.copy_if_deferred(); // p == 1
 }
 
 const bool registered = register_algorithm<all_to_allv_args>({

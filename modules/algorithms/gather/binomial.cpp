@@ -37,13 +37,15 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
     const int r = ctx.rank();
     const std::size_t block = a.send.size();
     if (block == 0) co_return;
-    // Only the root has a receive buffer.
-    const auto own_place = r == a.root ? a.recv.subspan(static_cast<std::size_t>(r) * block, block)
-                                       : std::span<std::byte>{};
-    const auto copy_own_block = [&] { copy_unless_same(own_place.data(), a.send.data(), block); };
-    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, a.send, own_place);
-    if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
-    if (p == 1) co_return;
+    // Only the root has a receive buffer, and a block to copy into it.
+    const bool root = r == a.root;
+    own_block_copy own(a.send, a.recv, root ? a.send : std::span<const std::byte>{},
+                       root ? a.recv.subspan(static_cast<std::size_t>(r) * block, block)
+                            : std::span<std::byte>{});
+    if (p == 1) {
+        own.copy_if_deferred();
+        co_return;
+    }
 
     const int vr = relative_rank(r, a.root, p);
     const auto actual = [&](int relative) { return actual_rank(relative, a.root, p); };
@@ -72,7 +74,7 @@ task<void> binomial(const call_context& ctx, const gather_args& a) {
         for (auto [lo, hi] : parts(child + 1, child_end))
             receives.push_back(ctx.irecv(actual(child), step++, place(lo, hi - lo)));
     }
-    if (vr == 0 && copy_after_posting) copy_own_block();
+    own.copy_if_deferred();
     co_await wait_all(receives);
     if (vr == 0) co_return;
 

@@ -29,13 +29,12 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };
-    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, a.send, at(a.root));
-    if (!copy_after_posting) copy_unless_same(at(a.root).data(), a.send.data(), block);
+    own_block_copy own(a.send, a.recv, a.send, at(a.root));
     std::vector<request> receives;
     receives.reserve(static_cast<std::size_t>(p - 1));
     for (int peer = 0; peer < p; ++peer)
         if (peer != a.root) receives.push_back(ctx.irecv(peer, 0, at(peer)));
-    if (copy_after_posting) copy_unless_same(at(a.root).data(), a.send.data(), block);
+    own.copy_if_deferred();
     co_await wait_all(receives);
 }
 

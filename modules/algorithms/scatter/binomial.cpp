@@ -37,13 +37,16 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
     const int r = ctx.rank();
     const std::size_t block = a.recv.size();
     if (block == 0) co_return;
-    // Only the root has a send buffer.
-    const auto own_block = r == a.root ? a.send.subspan(static_cast<std::size_t>(r) * block, block)
-                                       : std::span<const std::byte>{};
-    const auto copy_own_block = [&] { copy_unless_same(a.recv.data(), own_block.data(), block); };
-    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, own_block, a.recv);
-    if (r == a.root && (p == 1 || !copy_after_posting)) copy_own_block();
-    if (p == 1) co_return;
+    // Only the root has a send buffer, and a block of it to keep.
+    const bool root = r == a.root;
+    own_block_copy own(a.send, a.recv,
+                       root ? a.send.subspan(static_cast<std::size_t>(r) * block, block)
+                            : std::span<const std::byte>{},
+                       root ? a.recv : std::span<std::byte>{});
+    if (p == 1) {
+        own.copy_if_deferred();
+        co_return;
+    }
 
     const int vr = relative_rank(r, a.root, p);
     const auto actual = [&](int relative) { return actual_rank(relative, a.root, p); };
@@ -88,7 +91,7 @@ task<void> binomial(const call_context& ctx, const scatter_args& a) {
             keep_pending(sends, ctx.start_send(actual(child), step++, place(lo, hi - lo),
                                                send_awaited::at_end));
     }
-    if (vr == 0 && copy_after_posting) copy_own_block();
+    own.copy_if_deferred();
     if (!sends.empty()) co_await wait_all(sends);
 }
 

@@ -29,13 +29,12 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
-    const bool copy_after_posting = own_copy_can_wait(a.send, a.recv, at(a.root), a.recv);
-    if (!copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
+    own_block_copy own(a.send, a.recv, at(a.root), a.recv);
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
         if (peer != a.root)
             keep_pending(sends, ctx.start_send(peer, 0, at(peer), send_awaited::at_end));
-    if (copy_after_posting) copy_unless_same(a.recv.data(), at(a.root).data(), block);
+    own.copy_if_deferred();
     if (!sends.empty()) co_await wait_all(sends);
 }
 
