@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
@@ -381,8 +382,9 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
         }
         exchange_sizes(*t, io, {39999, 40000, 100000}, false, true);
         auto c = t->counters();
-        expect(c.cma == 2 && c.chunked == 1,
-               fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
+        expect(
+            c.cma == 2 && c.chunked == 1,
+            fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
         // The same size sent by isend stays below its threshold: chunks.
         exchange_sizes(*t, io, {100000});
         c = t->counters();
@@ -949,4 +951,21 @@ TEST_CASE("shm: no segment of these tests is left in /dev/shm") {
         if (entry.path().filename().string().starts_with(prefix))
             left.push_back(entry.path().filename().string());
     CHECK(left.empty());
+}
+
+TEST_CASE("shm: tuning from the environment takes byte counts and refuses anything else") {
+    shm::options opts;
+    ::setenv("TUTTI_SHM_CMA_THRESHOLD_AT_END", "48K", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cma_threshold_awaited_at_end == 48 * 1024);
+    ::setenv("TUTTI_SHM_CMA_THRESHOLD_AT_END", "lots", 1);
+    try {
+        shm::apply_environment(opts);
+        FAIL("TUTTI_SHM_CMA_THRESHOLD_AT_END=lots was accepted");
+    } catch (const error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("TUTTI_SHM_CMA_THRESHOLD_AT_END='lots'") !=
+              std::string::npos);
+    }
+    ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_AT_END");
 }
