@@ -346,10 +346,14 @@ public:
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
     request irecv(const message_header& expected, std::span<std::byte> into) override {
-        return mailbox_.post(expected, into, false);
+        auto done = mailbox_.post(expected, into, false);
+        fail_receives_from_closed(expected.key.source);
+        return done;
     }
     request irecv_any_size(const message_header& expected) override {
-        return mailbox_.post(expected, {}, true);
+        auto done = mailbox_.post(expected, {}, true);
+        fail_receives_from_closed(expected.key.source);
+        return done;
     }
     bool withdraw(const request& receive) override { return mailbox_.withdraw(receive); }
     try_result try_recv(const message_header& expected, std::span<std::byte> into) override {
@@ -480,6 +484,10 @@ private:
     std::size_t retry_unclaimed(bool stage_all);
     bool exited(int r);
     void check_liveness();
+    // Fails the receives pending from `source` if it closed its transport
+    // (or vanished): nothing more will come from it, and whoever waits for
+    // it would wait forever. What it sent before is matched first.
+    void fail_receives_from_closed(int source);
     void lose(int peer, bool clean);
     void fail_sends_to(int peer, std::uint32_t failed_on);
     void fail_sends(int peer, const std::exception_ptr& failure);
@@ -1477,14 +1485,31 @@ void endpoint::lose(int peer, bool clean) {
     // A peer that vanished without closing leaves its collectives unfinished
     // for everyone: fail every pending and later receive, naming it. Sends
     // to live peers stay: a peer may be reading one right now. Saying that
-    // this rank failed lets them fail their sends to it instead.
-    if (clean) return;
+    // this rank failed lets them fail their sends to it instead. One that
+    // closed on purpose fails only the receives from it.
+    if (clean) {
+        fail_receives_from_closed(peer);
+        return;
+    }
     mailbox_.fail(failure);
     if (!failed_) {
         failed_ = true;
         std::atomic_ref(block(rank_).failed_on)
             .store(static_cast<std::uint32_t>(peer) + 1, std::memory_order_release);
     }
+}
+
+void endpoint::fail_receives_from_closed(int source) {
+    if (source < 0 || source >= size_ || !lost_[static_cast<std::size_t>(source)]) return;
+    mailbox_.fail_source(
+        source, first_crash_
+                    ? first_crash_
+                    : std::make_exception_ptr(error(
+                          errc::peer_lost,
+                          fmt::format("rank {} (pid {}) closed its shared-memory "
+                                      "transport while rank {} still waited for its "
+                                      "message",
+                                      source, pids_[static_cast<std::size_t>(source)], rank_))));
 }
 
 // A live peer failed on a crash (rank_block::failed_on): it will read none of

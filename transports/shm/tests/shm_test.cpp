@@ -701,6 +701,52 @@ TEST_CASE("shm: a rank that closes its transport early does not disturb the othe
     CHECK_FALSE(segment_exists(job));
 }
 
+TEST_CASE("shm: a receive from a rank that closed its transport fails, naming it") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        if (boot.rank() == 1) {
+            // One message arrives before the close and is still received.
+            drive(*t, io, [&]() -> task<void> {
+                std::vector<std::byte> early(100, std::byte{7});
+                co_await t->isend(0, header_for(1, 0, early.size()), early)->wait();
+            }());
+            boot.barrier();
+            t.reset();
+            boot.barrier();
+            return;
+        }
+        std::vector<std::byte> early(100), pending(100), later(100);
+        auto early_done = t->irecv(header_for(1, 0, early.size()), early);
+        auto pending_done = t->irecv(header_for(1, 1, pending.size()), pending);
+        boot.barrier(); // rank 1 closes now
+        const auto failure_of = [&](request r) {
+            std::string why;
+            drive(
+                *t, io,
+                [](request r, std::string& why) -> task<void> {
+                    try {
+                        co_await r->wait();
+                    } catch (const error& e) {
+                        if (e.code() == errc::peer_lost) why = e.what();
+                    }
+                }(r, why),
+                std::chrono::seconds(10));
+            return why;
+        };
+        expect(failure_of(early_done).empty() && early[99] == std::byte{7},
+               "the message sent before the close was lost");
+        const auto why = failure_of(pending_done);
+        expect(why.find("rank 1") != std::string::npos &&
+                   why.find("closed its shared-memory transport") != std::string::npos,
+               fmt::format("the pending receive failed with '{}'", why));
+        boot.barrier(); // rank 1 has closed; a receive posted now fails too
+        const auto late = failure_of(t->irecv(header_for(1, 2, later.size()), later));
+        expect(late.find("closed its shared-memory transport") != std::string::npos,
+               fmt::format("the later receive failed with '{}'", late));
+    });
+}
+
 TEST_CASE("shm: a rank killed mid-job makes the others fail with peer_lost naming it") {
     for (int p : {2, 4}) {
         CAPTURE(p);
