@@ -1,5 +1,7 @@
-// A rank killed in the middle of a collective: the others fail with
-// peer_lost naming it, tuttirun exits non-zero, and no segment is left behind.
+// Ranks that go away: one killed in the middle of a collective (the others
+// fail with peer_lost naming it, tuttirun exits non-zero, and no segment is
+// left behind), and one that closes its transports in order (a receive from
+// it fails, naming it; the others carry on among themselves).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -118,5 +120,39 @@ TEST_CASE("a rank killed on one node: the ranks on every node name it") {
             CHECK(f.output.find("rank " + std::to_string(r) + ": peer lost: tutti: rank " +
                                 std::to_string(l.victim) + " ") != std::string::npos);
         }
+    }
+}
+
+TEST_CASE("a rank that closes in order: its shared-memory peers' receives from it fail, naming "
+          "it") {
+    const auto tuttirun = program("TUTTIRUN");
+    const auto probe = program("FAULT_PROBE");
+    auto f = run("timeout 120 " + tuttirun + " -n 2 --timeout 60 " + probe + " --closes 1");
+    CAPTURE(f.output);
+    CHECK(f.status == 0);
+    CHECK(f.output.find("rank 0: peer lost: tutti: rank 1 ") != std::string::npos);
+    CHECK(f.output.find("closed its shared-memory transport") != std::string::npos);
+    CHECK(tutti_segments() == 0);
+}
+
+TEST_CASE("a rank that closes in order is no loss: the others carry on without it") {
+    const auto tuttirun = program("TUTTIRUN");
+    const auto probe = program("FAULT_PROBE");
+    const auto multi_host = program("MULTI_HOST");
+    // Shared memory alone; and shared memory and TCP mixed, where the leaver
+    // (rank 1) shares a node with rank 0.
+    for (const std::string& how :
+         {tuttirun + " -n 3 --timeout 60 ", "bash " + multi_host +
+                                                " --hosts 2 --ranks-per-host 2 --timeout 60 -- " +
+                                                tuttirun + " "}) {
+        CAPTURE(how);
+        auto f = run("timeout 120 " + how + probe + " --leaves 1");
+        CAPTURE(f.output);
+        CHECK(f.status == 0);
+        const int ranks = how.find(multi_host) == std::string::npos ? 3 : 4;
+        for (int r = 0; r < ranks; ++r)
+            if (r != 1)
+                CHECK(f.output.find("rank " + std::to_string(r) + ": carried on without rank 1") !=
+                      std::string::npos);
     }
 }

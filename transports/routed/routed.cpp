@@ -195,9 +195,25 @@ struct shared_state {
     }
 };
 
+// Whether a peer_lost from shared memory is a loss (a peer crashed: the
+// transport then fails every later receive) rather than one peer having
+// closed its transport in order (only the receives from it fail): a receive
+// posted now from this rank itself tells the two apart.
+bool shm_lost_a_peer(const std::weak_ptr<shm::transport>& weak) {
+    const auto shm = weak.lock();
+    if (!shm) return false;
+    message_header probe;
+    probe.key = {watch_communicator, 3, 0, shm->rank()};
+    auto r = shm->irecv_any_size(probe);
+    if (r->done()) return true;
+    shm->withdraw(r);
+    return false;
+}
+
 // Hands the shared-memory request's outcome on to the caller's request, with
 // ranks renamed, and takes a lost peer as the whole world's failure.
-task<void> forward(request from, request to, std::shared_ptr<shared_state> state, bool any_size) {
+task<void> forward(request from, request to, std::shared_ptr<shared_state> state,
+                   std::weak_ptr<shm::transport> shm, bool any_size) {
     std::exception_ptr failure;
     try {
         co_await from->wait();
@@ -212,16 +228,16 @@ task<void> forward(request from, request to, std::shared_ptr<shared_state> state
         co_return;
     }
     to->complete(failure);
-    if (is_peer_lost(failure)) state->lose(failure);
+    if (!state->closing && is_peer_lost(failure) && shm_lost_a_peer(shm)) state->lose(failure);
 }
 
-// Ends when the sentinel receive from `peer` fails. Through shared memory
-// that happens only when a peer crashed. Through TCP it also happens when
-// the peer closed its transport in order (its goodbye fails the receives
-// from it alone), which is no loss: a loss fails every later receive too,
-// so a receive posted now from this rank itself tells the two apart.
+// Ends when the sentinel receive from `peer` fails: when a peer crashed, or
+// when the peer closed its transport in order (its goodbye, or on shared
+// memory its closed flag, fails the receives from it alone), which is no
+// loss: a loss fails every later receive too, so a receive posted now from
+// this rank itself tells the two apart.
 task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route via, int peer,
-                 tcp::transport* tcp, int self) {
+                 tcp::transport* tcp, std::weak_ptr<shm::transport> shm, int self) {
     std::exception_ptr failure;
     try {
         co_await sentinel->wait();
@@ -230,7 +246,7 @@ task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route vi
     }
     if (!failure || state->closing || !is_peer_lost(failure)) co_return;
     if (via == route::shm) {
-        state->lose(state->from_shm(failure));
+        if (shm_lost_a_peer(shm)) state->lose(state->from_shm(failure));
         co_return;
     }
     message_header probe;
@@ -259,7 +275,7 @@ public:
             const auto via = route_to(peer);
             h.key.source = via == route::shm ? local(peer) : peer;
             auto sentinel = via == route::shm ? shm_->irecv_any_size(h) : tcp_->irecv_any_size(h);
-            spawn(context_, watch(std::move(sentinel), state_, via, peer, tcp_.get(), rank_),
+            spawn(context_, watch(std::move(sentinel), state_, via, peer, tcp_.get(), shm_, rank_),
                   asio::detached);
         }
     }
@@ -392,7 +408,7 @@ private:
     request shm_request(request from, bool any_size) {
         auto to = make_request();
         shared_state::track(state_->pending_shm, state_->prune_shm_at, {to, from});
-        spawn(context_, forward(std::move(from), to, state_, any_size), asio::detached);
+        spawn(context_, forward(std::move(from), to, state_, shm_, any_size), asio::detached);
         return to;
     }
 
