@@ -309,6 +309,12 @@ bool mailbox::withdraw(const request& receive) {
     return true;
 }
 
+bool mailbox::expects(const call_key& call) const {
+    std::lock_guard lock(mutex_);
+    return std::any_of(posted_.begin(), posted_.end(),
+                       [&](const posted_receive& r) { return call_of(r.expected.key) == call; });
+}
+
 std::vector<std::string> mailbox::pending() const {
     std::vector<std::string> lines;
     std::lock_guard lock(mutex_);

@@ -100,6 +100,11 @@ public:
     // buffer); false if it is no longer posted (done, or being filled).
     bool withdraw(const request& receive);
 
+    // Whether a receive of this call (communicator, generation) from its
+    // source is posted and not yet matched: a transport's sign that the peer
+    // it sends to is sending to it as well.
+    bool expects(const call_key& call) const;
+
     // One line per receive still waiting, for deadlock and timeout reports.
     std::vector<std::string> pending() const;
 

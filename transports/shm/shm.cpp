@@ -43,6 +43,10 @@ constexpr std::uint64_t segment_magic = 0x336d736974747574; // "tuttism3"
 constexpr std::uint64_t probe_magic = 0x65626f7270616d63;   // "cmaprobe"
 // options::cma_threshold_awaited_at_end where ranks share cores.
 constexpr std::size_t oversubscribed_cma_threshold_at_end = 32 * 1024;
+// The chunk of a shared copy (options::shared_copy_chunk) for a message
+// read by process_vm_readv and shorter than two of those: a sent-at-end
+// message from 64 KiB has two (docs/performance.md, fifteenth session).
+constexpr std::size_t small_shared_copy_chunk = 32 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
@@ -342,7 +346,15 @@ public:
     }
     request isend_awaited_at_end(int dest, const message_header& header,
                                  std::span<const std::byte> data) override {
-        return send(dest, header, data, opts_.cma_threshold_awaited_at_end);
+        // With a core each, single copy from the lower threshold pays only
+        // if the sender is free to share it, not in an exchange: a receive
+        // of this call from `dest` is posted.
+        const bool exchange =
+            share_copies_ && data.size() >= single_copy_from_ &&
+            data.size() < opts_.cma_threshold &&
+            mailbox_.expects({header.key.communicator, header.key.generation, dest});
+        return send(dest, header, data,
+                    exchange ? opts_.cma_threshold : opts_.cma_threshold_awaited_at_end);
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
     request irecv(const message_header& expected, std::span<std::byte> into) override {
@@ -551,9 +563,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     cannot_help_.assign(n, 0);
     share_copies_ = opts_.shared_copy_chunk > 0 && !ranks_outnumber_cores(size_);
     if (opts_.cma_threshold_awaited_at_end == 0)
-        opts_.cma_threshold_awaited_at_end = ranks_outnumber_cores(size_)
-                                                 ? oversubscribed_cma_threshold_at_end
-                                                 : opts_.cma_threshold;
+        opts_.cma_threshold_awaited_at_end = std::min(
+            opts_.cma_threshold, ranks_outnumber_cores(size_) ? oversubscribed_cma_threshold_at_end
+                                 : share_copies_              ? 2 * small_shared_copy_chunk
+                                                              : opts_.cma_threshold);
     single_copy_from_ = std::min(opts_.cma_threshold, opts_.cma_threshold_awaited_at_end);
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
@@ -1136,8 +1149,13 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
 // may (options::shared_copy_chunk); 0 or the errno. Returns only once the
 // sender no longer writes into `into`.
 int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into) {
-    const std::uint64_t chunk = opts_.shared_copy_chunk;
     const std::uint64_t total = into.size();
+    // A message read from our mapping of the sender's buffer is copied at
+    // memcpy speed: below two full chunks the sender's help costs more than
+    // it saves (2 ranks, 64 KiB broadcast from shared buffers: 1.8 -> 4.7 us).
+    const std::uint64_t chunk = total >= 2 * opts_.shared_copy_chunk || r.region
+                                    ? opts_.shared_copy_chunk
+                                    : std::min(opts_.shared_copy_chunk, small_shared_copy_chunk);
     // A sender that is itself reading a single-copy message of ours (an
     // exchange) has no time to spare: its help would only contend with us.
     const auto peer_busy = [&] {

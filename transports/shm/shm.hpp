@@ -35,14 +35,17 @@ struct options {
     // The same for a send whose sender awaits it only at the end of its call
     // (transport::isend_awaited_at_end: a fan-out such as a linear
     // all_to_all); 0 picks 32 KiB when the node's ranks outnumber its cores,
-    // else cma_threshold. Through the cells a message costs two copies, the
-    // sender's and the receiver's, on two cores at once; read by single copy
-    // it costs one, on the receiver's core, and the wait it adds to the
-    // sender holds up no step of its. Where ranks share cores every copy
-    // takes a core from another rank, and one copy instead of two wins from
-    // 32 KiB (8 ranks, 1 MiB all_to_all: 835 -> 437 us); with a core each
-    // the two copies run side by side, and the cells win on buffers that
-    // are not in cache (docs/performance.md, fourteenth session).
+    // else 64 KiB (cma_threshold if shared_copy_chunk is 0). Through the
+    // cells a message costs two copies, the sender's and the receiver's; read
+    // by single copy it costs one, and the wait it adds to the sender holds
+    // up no step of its. Where ranks share cores every copy takes a core
+    // from another rank, and one copy instead of two wins from 32 KiB
+    // (8 ranks, 1 MiB all_to_all: 835 -> 437 us). With a core each, the
+    // otherwise idle sender shares that one copy (shared_copy_chunk), which
+    // beats the cells' two from 64 KiB (2 ranks, 64 KiB broadcast); but a
+    // sender that is itself receiving from its receiver (an exchange) is not
+    // idle, so such a send keeps cma_threshold, and the cells' copies run on
+    // both cores (docs/performance.md, fifteenth session).
     std::size_t cma_threshold_awaited_at_end = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
@@ -68,7 +71,11 @@ struct options {
     // until the acknowledgement, writes chunks from the back straight into the
     // receive buffer (process_vm_writev) until they meet. Chunks are claimed
     // one at a time, so a sender busy elsewhere delays nothing: the receiver
-    // then copies them all. 0: the receiver always copies alone.
+    // then copies them all. A message read by process_vm_readv and shorter
+    // than two chunks is shared in chunks of 32 KiB (if it has two of those:
+    // a sent-at-end message from 64 KiB); one read from a mapping is not,
+    // its receiver copying at memcpy speed. 0: the receiver always copies
+    // alone.
     std::size_t shared_copy_chunk = 128 * 1024;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};

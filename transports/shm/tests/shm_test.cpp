@@ -367,6 +367,32 @@ TEST_CASE(
     }
 }
 
+// Rank 0 sends every size to rank 1 by isend_awaited_at_end, rank 1 only
+// receives (a fan-out's leaf: no exchange); rank 1 checks every byte.
+void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std::size_t>& sizes) {
+    std::vector<std::vector<std::byte>> buffers(sizes.size());
+    for (std::size_t m = 0; m < sizes.size(); ++m) {
+        buffers[m].assign(sizes[m], std::byte{0x5a});
+        if (t.rank() == 0)
+            for (std::size_t i = 0; i < sizes[m]; ++i)
+                buffers[m][i] = pattern(m, i);
+    }
+    drive(t, io, [&]() -> task<void> {
+        std::vector<request> pending;
+        for (std::size_t m = 0; m < sizes.size(); ++m)
+            pending.push_back(
+                t.rank() == 0 ? t.isend_awaited_at_end(1, header_for(0, m, sizes[m]), buffers[m])
+                              : t.irecv(header_for(0, m, sizes[m]), buffers[m]));
+        co_await wait_all(pending);
+    }());
+    if (t.rank() == 1)
+        for (std::size_t m = 0; m < sizes.size(); ++m)
+            for (std::size_t i = 0; i < sizes[m]; ++i)
+                if (buffers[m][i] != pattern(m, i))
+                    throw std::runtime_error(
+                        fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+}
+
 TEST_CASE("shm: a send awaited only at the end goes by single copy from its own threshold") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
@@ -380,16 +406,60 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
             return;
         }
-        exchange_sizes(*t, io, {39999, 40000, 100000}, false, true);
+        send_one_way(*t, io, {39999, 40000, 100000});
         auto c = t->counters();
-        expect(
-            c.cma == 2 && c.chunked == 1,
-            fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
+        if (t->rank() == 0)
+            expect(c.cma == 2 && c.chunked == 1,
+                   fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma,
+                               c.chunked));
         // The same size sent by isend stays below its threshold: chunks.
+        const auto before = t->counters();
         exchange_sizes(*t, io, {100000});
         c = t->counters();
-        expect(c.cma == 2 && c.chunked == 2,
-               fmt::format("then by isend: {} cma, {} chunked, not 2 and 2", c.cma, c.chunked));
+        expect(c.cma == before.cma && c.chunked == before.chunked + 1,
+               fmt::format("then by isend: {} cma, {} chunked, from {} and {}", c.cma, c.chunked,
+                           before.cma, before.chunked));
+    });
+}
+
+TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from 64 KiB, but not "
+          "in an exchange") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        if (!t->cma_to(1 - t->rank())) {
+            fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
+            return;
+        }
+        const bool core_each = !ranks_outnumber_cores(2);
+        send_one_way(*t, io, {65535, 65536, 200000});
+        auto c = t->counters();
+        if (core_each) {
+            // Single copy from 64 KiB; the receiver offers the sender a
+            // share of both copies (32 KiB chunks: 200000 bytes is less
+            // than two of shared_copy_chunk's 128 KiB).
+            if (t->rank() == 0)
+                expect(c.cma == 2 && c.chunked == 1,
+                       fmt::format("one way: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
+            else
+                expect(c.copies_shared == 2,
+                       fmt::format("one way: {} shared copies, not 2", c.copies_shared));
+        } else if (t->rank() == 0) {
+            // Sharing cores, single copy from 32 KiB, by the receiver alone.
+            expect(
+                c.cma == 3 && c.chunked == 0,
+                fmt::format("oversubscribed: {} cma, {} chunked, not 3 and 0", c.cma, c.chunked));
+        }
+        // Both ranks send to each other, each with its receive posted
+        // first: with a core each the cells' copies run on both cores, so
+        // these sizes stay below cma_threshold's 256 KiB in chunks.
+        const auto before = t->counters();
+        exchange_sizes(*t, io, {100000, 200000}, false, true);
+        c = t->counters();
+        const std::uint64_t by_cma = core_each ? 0 : 2;
+        expect(c.cma - before.cma == by_cma && c.chunked - before.chunked == 2 - by_cma,
+               fmt::format("exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
+                           c.chunked - before.chunked, by_cma, 2 - by_cma));
     });
 }
 
