@@ -195,19 +195,24 @@ struct shared_state {
     }
 };
 
-// Whether a peer_lost from shared memory is a loss (a peer crashed: the
+// Whether a peer_lost from transport `t` is a loss (a peer crashed: the
 // transport then fails every later receive) rather than one peer having
 // closed its transport in order (only the receives from it fail): a receive
-// posted now from this rank itself tells the two apart.
+// posted now from this rank itself (`self`, in t's numbering) tells the two
+// apart. The probe is taken back when it stays pending.
+bool lost_a_peer(tutti::transport& t, int self) {
+    message_header probe;
+    probe.key = {watch_communicator, 2, 0, self};
+    auto r = t.irecv_any_size(probe);
+    if (r->done()) return true;
+    t.withdraw(r);
+    return false;
+}
+
+// The same for shared memory, which may be gone already (then: no loss).
 bool shm_lost_a_peer(const std::weak_ptr<shm::transport>& weak) {
     const auto shm = weak.lock();
-    if (!shm) return false;
-    message_header probe;
-    probe.key = {watch_communicator, 3, 0, shm->rank()};
-    auto r = shm->irecv_any_size(probe);
-    if (r->done()) return true;
-    shm->withdraw(r);
-    return false;
+    return shm && lost_a_peer(*shm, shm->rank());
 }
 
 // Hands the shared-memory request's outcome on to the caller's request, with
@@ -231,12 +236,11 @@ task<void> forward(request from, request to, std::shared_ptr<shared_state> state
     if (!state->closing && is_peer_lost(failure) && shm_lost_a_peer(shm)) state->lose(failure);
 }
 
-// Ends when the sentinel receive from `peer` fails: when a peer crashed, or
+// Ends when the sentinel receive from its peer fails: when a peer crashed, or
 // when the peer closed its transport in order (its goodbye, or on shared
 // memory its closed flag, fails the receives from it alone), which is no
-// loss: a loss fails every later receive too, so a receive posted now from
-// this rank itself tells the two apart.
-task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route via, int peer,
+// loss (lost_a_peer tells the two apart).
+task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route via,
                  tcp::transport* tcp, std::weak_ptr<shm::transport> shm, int self) {
     std::exception_ptr failure;
     try {
@@ -249,9 +253,7 @@ task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route vi
         if (shm_lost_a_peer(shm)) state->lose(state->from_shm(failure));
         co_return;
     }
-    message_header probe;
-    probe.key = {watch_communicator, 2, static_cast<std::uint64_t>(peer), self};
-    if (tcp->irecv_any_size(probe)->done()) state->lose(failure);
+    if (lost_a_peer(*tcp, self)) state->lose(failure);
 }
 
 class mixed_transport final : public tutti::transport {
@@ -275,7 +277,7 @@ public:
             const auto via = route_to(peer);
             h.key.source = via == route::shm ? local(peer) : peer;
             auto sentinel = via == route::shm ? shm_->irecv_any_size(h) : tcp_->irecv_any_size(h);
-            spawn(context_, watch(std::move(sentinel), state_, via, peer, tcp_.get(), shm_, rank_),
+            spawn(context_, watch(std::move(sentinel), state_, via, tcp_.get(), shm_, rank_),
                   asio::detached);
         }
     }

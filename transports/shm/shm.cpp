@@ -359,12 +359,12 @@ public:
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         auto done = mailbox_.post(expected, into, false);
-        fail_receives_from_closed(expected.key.source);
+        if (any_lost_) fail_receives_from_closed(expected.key.source);
         return done;
     }
     request irecv_any_size(const message_header& expected) override {
         auto done = mailbox_.post(expected, {}, true);
-        fail_receives_from_closed(expected.key.source);
+        if (any_lost_) fail_receives_from_closed(expected.key.source);
         return done;
     }
     bool withdraw(const request& receive) override { return mailbox_.withdraw(receive); }
@@ -531,6 +531,7 @@ private:
     // told how its send is awaited, leaves messages this large to isend.
     std::size_t single_copy_from_ = 0;
     std::vector<char> lost_;        // per peer: found gone
+    bool any_lost_ = false;         // some lost_ is set (keeps receives from looking)
     std::vector<char> peer_failed_; // per peer: its failed_on was seen, its sends failed
     bool failed_ = false;           // this rank saw a crash (rank_block::failed_on)
     std::vector<pollfd> pidfds_;    // per peer, fd -1 where pidfd_open is unavailable
@@ -1480,6 +1481,7 @@ void endpoint::check_liveness() {
 void endpoint::lose(int peer, bool clean) {
     const auto i = static_cast<std::size_t>(peer);
     lost_[i] = 1;
+    any_lost_ = true;
     const auto why =
         clean ? fmt::format("rank {} (pid {}) closed its shared-memory transport", peer, pids_[i])
               : fmt::format("rank {} (pid {}) exited", peer, pids_[i]);
