@@ -48,8 +48,11 @@ public:
     // reads such a message by single copy from a lower size where ranks
     // share cores. A send that gates the next step (a ring's, whose buffer
     // the sender overwrites or whose completion it awaits before going on)
-    // must use isend. Measured: chains of steps, even their last send, do
-    // better without it (docs/performance.md, fourteenth session).
+    // must use isend. Measured: the hops of a chain that pass on what they
+    // have just combined do better without it, even as their last send; its
+    // first hop, the caller's data from a rank with nothing else to do, does
+    // better with it (docs/performance.md, fourteenth and sixteenth
+    // sessions).
     virtual request isend_awaited_at_end(int dest, const message_header& header,
                                          std::span<const std::byte> data) {
         return isend(dest, header, data);

@@ -11,6 +11,12 @@
 // with its own data combined on the right to rank r+1. p-1 steps of latency
 // and one combine per rank. In place, the prefix is received aside, because
 // the rank's own data is still needed for the combine.
+//
+// Rank 0's send is its whole part, from the caller's buffer: it is awaited
+// at the end (send_awaited::at_end), which lets shared memory copy it once,
+// shared with the idle sender. The later hops send what the rank has just
+// combined, for the next hop to wait on; through the cells the two copies
+// overlap (docs/performance.md, fourteenth and sixteenth sessions).
 
 #include <cstring>
 
@@ -26,7 +32,7 @@ task<void> linear(const call_context& ctx, const exscan_args& a) {
     const auto bytes = a.count * a.op->element_size;
     if (bytes == 0 || p == 1) co_return;
     if (r == 0) {
-        co_await ctx.send(1, 0, a.send.first(bytes));
+        co_await ctx.send(1, 0, a.send.first(bytes), send_awaited::at_end);
         co_return;
     }
 
