@@ -163,6 +163,46 @@ inline std::vector<std::pair<int, int>> unwrapped_runs(int lo, int hi, int wrap)
     return out;
 }
 
+// The recursive-halving rounds of Rabenseifner's all_reduce and reduce: a
+// reduce_scatter over the pof2 ranks that take part, numbered 0..pof2-1
+// (`me`; rank_of(n) is number n's rank in ctx), the vector of `count`
+// elements cut into pof2 pieces (even_piece_start). In each round a rank keeps
+// the half of its pieces that holds piece `me`, sends the other half to the
+// partner and combines what comes back into `result`. `source` is this rank's
+// contribution; once a round has combined, it is read from `result`. At the
+// end piece `me` of `result` is complete. `incoming` holds at least the first
+// half (the largest). Rounds are steps first_step, first_step + 1, ...
+template <typename RankOf>
+task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::size_t count,
+                          int pof2, int me, RankOf rank_of, const std::byte* source,
+                          std::byte* result, std::span<std::byte> incoming,
+                          std::uint64_t first_step) {
+    const std::size_t element = op.element_size;
+    const auto pieces = static_cast<std::size_t>(pof2);
+    const auto offset = [&](int i) { return even_piece_start(count, pieces, i) * element; };
+    int lo = 0;
+    std::uint64_t round = 0;
+    for (int mask = pof2 / 2; mask >= 1; mask /= 2, ++round) {
+        const int partner = rank_of(me ^ mask);
+        const bool keep_lower = (me & mask) == 0;
+        const int keep = keep_lower ? lo : lo + mask;
+        const int give = keep_lower ? lo + mask : lo;
+        const std::size_t keep_bytes = offset(keep + mask) - offset(keep);
+        auto into = incoming.first(keep_bytes);
+        co_await ctx.send_recv(partner,
+                               std::span(source + offset(give), offset(give + mask) - offset(give)),
+                               partner, into, first_step + round);
+        const std::byte* own = source + offset(keep);
+        std::byte* out = result + offset(keep);
+        if (partner < ctx.rank())
+            op.combine(into.data(), own, out, keep_bytes / element);
+        else
+            op.combine(own, into.data(), out, keep_bytes / element);
+        source = result;
+        lo = keep;
+    }
+}
+
 // The recursive-doubling rounds scan and exscan share: in round k rank r
 // exchanges with r xor 2^k `partial`, the reduction over its aligned block of
 // 2^k ranks (initially its own data). A reduction from a lower partner is that

@@ -103,6 +103,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
     CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");
+    // Reduce: the binomial tree, except long vectors of a commutative
+    // operation between two ranks, which share the combining (rabenseifner).
+    auto rooted = [&](int p, std::size_t bytes, bool commutative) {
+        auto s = reduce8(p, bytes, commutative);
+        s.kind = collective::reduce;
+        return s;
+    };
+    CHECK(tree.walk(rooted(2, 128 << 10, true)) == "binomial");
+    CHECK(tree.walk(rooted(2, 256 << 10, true)) == "rabenseifner");
+    CHECK(tree.walk(rooted(2, 256 << 10, false)) == "binomial");
+    CHECK(tree.walk(rooted(4, 1 << 20, true)) == "binomial");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
           "recursive_doubling");

@@ -68,33 +68,11 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
         auto offset = [&](int i) { return even_piece_start(a.count, pieces, i) * element; };
         auto rank_of = [&](int new_peer) { return unfolded_rank(new_peer, extra); };
         scratch<> incoming(offset(pof2 / 2)); // the first half is the largest
-
-        // Recursive halving: keep the half of the pieces holding the own one.
-        int lo = 0;
-        std::uint64_t round = 0;
-        for (int mask = pof2 / 2; mask >= 1; mask /= 2, ++round) {
-            const int partner = rank_of(new_rank ^ mask);
-            const bool keep_lower = (new_rank & mask) == 0;
-            const int keep = keep_lower ? lo : lo + mask;
-            const int give = keep_lower ? lo + mask : lo;
-            const std::size_t keep_bytes = offset(keep + mask) - offset(keep);
-            auto into = incoming.span().first(keep_bytes);
-            co_await ctx.send_recv(
-                partner, std::span(source + offset(give), offset(give + mask) - offset(give)),
-                partner, into, halving_step + round);
-            const std::byte* own = source + offset(keep);
-            std::byte* out = a.recv.data() + offset(keep);
-            const std::size_t count = keep_bytes / element;
-            if (partner < r)
-                a.op->combine(into.data(), own, out, count);
-            else
-                a.op->combine(own, into.data(), out, count);
-            source = a.recv.data();
-            lo = keep;
-        }
+        co_await halving_rounds(ctx, *a.op, a.count, pof2, new_rank, rank_of, source, a.recv.data(),
+                                incoming.span(), halving_step);
 
         // Recursive doubling: swap the complete ranges, doubling them.
-        round = 0;
+        std::uint64_t round = 0;
         for (int mask = 1; mask < pof2; mask <<= 1, ++round) {
             const int new_partner = new_rank ^ mask;
             const int mine = new_rank & ~(mask - 1);
