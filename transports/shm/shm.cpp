@@ -346,17 +346,21 @@ public:
     }
     request isend_awaited_at_end(int dest, const message_header& header,
                                  std::span<const std::byte> data) override {
-        // With a core each, single copy from the lower threshold pays only
-        // if the sender is free to share it, not in an exchange: a receive
-        // of this call from `dest` is posted.
-        const bool exchange =
-            share_copies_ && data.size() >= single_copy_from_ &&
-            data.size() < opts_.cma_threshold &&
-            mailbox_.expects({header.key.communicator, header.key.generation, dest});
+        // The lower threshold pays where the sender is free to share the
+        // copy; an exchange, where it is busy receiving, has its own.
         return send(dest, header, data,
-                    exchange ? opts_.cma_threshold : opts_.cma_threshold_awaited_at_end);
+                    exchanging(dest, header, data.size()) ? opts_.cma_threshold_exchange
+                                                          : opts_.cma_threshold_awaited_at_end);
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
+    // Whether a send awaited at the end of `bytes` to dest is part of an
+    // exchange (options::cma_threshold_exchange): with a core each, a
+    // message that could go by single copy, and a receive of the same call
+    // from dest is posted.
+    bool exchanging(int dest, const message_header& header, std::size_t bytes) const {
+        return share_copies_ && bytes >= single_copy_from_ &&
+               mailbox_.expects({header.key.communicator, header.key.generation, dest});
+    }
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         auto done = mailbox_.post(expected, into, false);
         if (any_lost_) fail_receives_from_closed(expected.key.source);
@@ -568,7 +572,12 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
             opts_.cma_threshold, ranks_outnumber_cores(size_) ? oversubscribed_cma_threshold_at_end
                                  : share_copies_              ? 2 * small_shared_copy_chunk
                                                               : opts_.cma_threshold);
-    single_copy_from_ = std::min(opts_.cma_threshold, opts_.cma_threshold_awaited_at_end);
+    if (opts_.cma_threshold_exchange == 0)
+        opts_.cma_threshold_exchange =
+            share_copies_ ? std::min(opts_.cma_threshold, 2 * small_shared_copy_chunk)
+                          : opts_.cma_threshold;
+    single_copy_from_ = std::min(
+        {opts_.cma_threshold, opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange});
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
     try {
@@ -591,8 +600,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         if (r != rank_)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
                   rank_, r, geo_.cell_bytes, geo_.depth,
-                  cma_to(r) ? fmt::format("from {} bytes ({} for sends awaited at the end)",
-                                          opts_.cma_threshold, opts_.cma_threshold_awaited_at_end)
+                  cma_to(r) ? fmt::format("from {} bytes ({} for sends awaited at the end, {} "
+                                          "in exchanges)",
+                                          opts_.cma_threshold, opts_.cma_threshold_awaited_at_end,
+                                          opts_.cma_threshold_exchange)
                             : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
 }
@@ -1635,6 +1646,8 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD_AT_END"))
         opts.cma_threshold_awaited_at_end = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE"))
+        opts.cma_threshold_exchange = *v;
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
 }

@@ -44,9 +44,22 @@ struct options {
     // otherwise idle sender shares that one copy (shared_copy_chunk), which
     // beats the cells' two from 64 KiB (2 ranks, 64 KiB broadcast); but a
     // sender that is itself receiving from its receiver (an exchange) is not
-    // idle, so such a send keeps cma_threshold, and the cells' copies run on
-    // both cores (docs/performance.md, fifteenth session).
+    // idle: such a send takes cma_threshold_exchange instead
+    // (docs/performance.md, fifteenth session).
     std::size_t cma_threshold_awaited_at_end = 0;
+    // The same for a send awaited at the end to a rank this one is
+    // receiving from in the same call (an exchange that ends the call, such
+    // as a pairwise all_to_all's last step: a receive of the call from the
+    // destination is posted); 0 picks 64 KiB where each rank has a core,
+    // else cma_threshold. Both ranks are busy then and each reads the
+    // other's message: one copy each instead of the cells' two (2 ranks,
+    // 128 KiB all_to_all: 11.7 -> 8.2 us). A send that a later step waits
+    // for (isend) keeps cma_threshold even in an exchange: the all_reduces'
+    // exchanges, followed by combining, were slower by single copy (2
+    // ranks, 128 KiB: 19.7 -> 26.6 us; docs/performance.md, sixteenth
+    // session). Where ranks share cores, a send awaited at the end takes
+    // cma_threshold_awaited_at_end, exchange or not.
+    std::size_t cma_threshold_exchange = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
     // Messages of at least this many bytes whose send buffer is shared memory

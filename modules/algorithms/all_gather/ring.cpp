@@ -10,6 +10,12 @@
 // mod p from its left one, straight into place in recv. Every rank sends and
 // receives p - 1 blocks, each link carrying one block per step.
 // (Thakur, Rabenseifner, Gropp 2005.)
+//
+// At p = 2 the one step is an exchange that ends the call: its send is
+// awaited at the end (send_awaited::at_end), which shared memory reads by
+// single copy from a lower size, each rank reading the other's block
+// (docs/performance.md, sixteenth session). Longer rings keep the cells: a
+// step's receiver is then busy sending on.
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -26,6 +32,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
     auto block_of = [&](int i) { return blocks_of(a.recv, block, i); };
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
+    const auto when = p == 2 ? send_awaited::at_end : send_awaited::before_next_step;
     int s = 0;
     if (p > 1 && block > 0 && !overlapping(a.send, a.recv)) {
         // The first step sends the own block from send, and the copy of it
@@ -33,7 +40,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
         // and sent from recv would reach the neighbour only after that copy,
         // and from lines just written here rather than ones it may have read
         // before (2 ranks, 1 MiB: docs/performance.md, thirteenth session).
-        auto first = ctx.send_recv(right, a.send, left, block_of(left), 0);
+        auto first = ctx.send_recv(right, a.send, left, block_of(left), 0, when);
         copy_bytes(block_of(r).data(), a.send.data(), block);
         co_await std::move(first);
         s = 1;
@@ -45,7 +52,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
     }
     for (; s < p - 1; ++s) {
         co_await ctx.send_recv(right, block_of((r - s + p) % p), left,
-                               block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s));
+                               block_of((r - s - 1 + p) % p), static_cast<std::uint64_t>(s), when);
     }
 }
 

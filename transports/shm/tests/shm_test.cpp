@@ -3,6 +3,7 @@
 // or raw sends with tutti's progress engine, and report through their
 // exit status (details on stderr). The parent asserts on the statuses and
 // that no segment is left in /dev/shm.
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdint>
@@ -345,6 +346,9 @@ TEST_CASE(
                 opts.use_cma = cma;
                 opts.cell_bytes = 16384;
                 opts.ring_depth = 8;
+                // One threshold for every send: whether a send finds a
+                // receive of the call still posted (an exchange) is a race.
+                opts.cma_threshold_exchange = opts.cma_threshold;
                 auto t = shm::create_transport(boot, io, opts);
                 const std::size_t cell = t->cell_bytes() - 64;
                 exchange_sizes(
@@ -393,6 +397,45 @@ void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std
                         fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
 }
 
+// Ranks 0 and 1 send every size to each other (by isend or
+// isend_awaited_at_end) with their receives of the sizes posted first, and a
+// receive of a last message, sent once the sizes arrived, posted throughout:
+// every send finds a receive of its call from its destination posted, an
+// exchange. Each rank checks every byte.
+void exchange_keeping_a_receive_posted(shm::transport& t, asio::io_context& io,
+                                       const std::vector<std::size_t>& sizes, bool at_end) {
+    const int me = t.rank();
+    const int peer = 1 - me;
+    const std::uint64_t last = sizes.size();
+    std::vector<std::vector<std::byte>> out(sizes.size()), in(sizes.size());
+    for (std::size_t m = 0; m < sizes.size(); ++m) {
+        out[m].resize(sizes[m]);
+        for (std::size_t i = 0; i < sizes[m]; ++i)
+            out[m][i] = pattern(m + 100u * me, i);
+        in[m].assign(sizes[m], std::byte{0x5a});
+    }
+    std::array<std::byte, 1> token{std::byte{1}}, token_in{};
+    drive(t, io, [&]() -> task<void> {
+        auto last_in = t.irecv(header_for(peer, last, 1), token_in);
+        std::vector<request> pending;
+        for (std::size_t m = 0; m < sizes.size(); ++m)
+            pending.push_back(t.irecv(header_for(peer, m, sizes[m]), in[m]));
+        for (std::size_t m = 0; m < sizes.size(); ++m) {
+            const auto h = header_for(me, m, sizes[m]);
+            pending.push_back(at_end ? t.isend_awaited_at_end(peer, h, out[m])
+                                     : t.isend(peer, h, out[m]));
+        }
+        co_await wait_all(pending);
+        co_await t.isend(peer, header_for(me, last, 1), token)->wait();
+        co_await last_in->wait();
+    }());
+    for (std::size_t m = 0; m < sizes.size(); ++m)
+        for (std::size_t i = 0; i < sizes[m]; ++i)
+            if (in[m][i] != pattern(m + 100u * peer, i))
+                throw std::runtime_error(
+                    fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+}
+
 TEST_CASE("shm: a send awaited only at the end goes by single copy from its own threshold") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
@@ -401,6 +444,7 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
         opts.ring_depth = 8;
         opts.cma_threshold = 256 * 1024;
         opts.cma_threshold_awaited_at_end = 40000;
+        opts.cma_threshold_exchange = opts.cma_threshold; // its own test below
         auto t = shm::create_transport(boot, io, opts);
         if (!t->cma_to(1 - t->rank())) {
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
@@ -422,8 +466,8 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
     });
 }
 
-TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from 64 KiB, but not "
-          "in an exchange") {
+TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from 64 KiB; an "
+          "exchange goes by single copy from 64 KiB, unshared") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
         auto t = shm::create_transport(boot, io);
@@ -450,16 +494,21 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
                 c.cma == 3 && c.chunked == 0,
                 fmt::format("oversubscribed: {} cma, {} chunked, not 3 and 0", c.cma, c.chunked));
         }
-        // Both ranks send to each other, each with its receive posted
-        // first: with a core each the cells' copies run on both cores, so
-        // these sizes stay below cma_threshold's 256 KiB in chunks.
-        const auto before = t->counters();
-        exchange_sizes(*t, io, {100000, 200000}, false, true);
-        c = t->counters();
-        const std::uint64_t by_cma = core_each ? 0 : 2;
-        expect(c.cma - before.cma == by_cma && c.chunked - before.chunked == 2 - by_cma,
-               fmt::format("exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
-                           c.chunked - before.chunked, by_cma, 2 - by_cma));
+        // An exchange: both ranks send to each other with a receive of the
+        // call from the other posted. Sent awaited at the end, with a core
+        // each single copy from cma_threshold_exchange's 64 KiB, sharing
+        // cores from cma_threshold_awaited_at_end's 32 KiB; by isend, from
+        // cma_threshold's 256 KiB either way.
+        for (bool at_end : {false, true}) {
+            CAPTURE(at_end);
+            const auto before = t->counters();
+            exchange_keeping_a_receive_posted(*t, io, {65535, 65536, 200000}, at_end);
+            c = t->counters();
+            const std::uint64_t by_cma = !at_end ? 0 : core_each ? 2 : 3;
+            expect(c.cma - before.cma == by_cma && c.chunked - before.chunked == 3 - by_cma,
+                   fmt::format("exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
+                               c.chunked - before.chunked, by_cma, 3 - by_cma));
+        }
     });
 }
 
@@ -469,7 +518,9 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
         2,
         [](fork_bootstrap& boot) {
             asio::io_context io;
-            auto t = shm::create_transport(boot, io);
+            shm::options opts;
+            opts.cma_threshold_exchange = opts.cma_threshold; // as in the first test
+            auto t = shm::create_transport(boot, io, opts);
             const int peer = 1 - t->rank();
             if (!t->cma_to(peer)) {
                 fmt::print(stderr,
