@@ -1135,4 +1135,8 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
               std::string::npos);
     }
     ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_AT_END");
+    ::setenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE", "1M", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cma_threshold_exchange == 1024 * 1024);
+    ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE");
 }
