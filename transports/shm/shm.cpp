@@ -47,6 +47,8 @@ constexpr std::size_t oversubscribed_cma_threshold_at_end = 32 * 1024;
 // read by process_vm_readv and shorter than two of those: a sent-at-end
 // message from 64 KiB has two (docs/performance.md, fifteenth session).
 constexpr std::size_t small_shared_copy_chunk = 32 * 1024;
+// options::cma_threshold_exchange_between_steps where each rank has a core.
+constexpr std::size_t exchange_between_steps_cells_below = 1024 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
@@ -342,23 +344,28 @@ public:
 
     request isend(int dest, const message_header& header,
                   std::span<const std::byte> data) override {
-        return send(dest, header, data, opts_.cma_threshold);
+        return send(dest, header, data,
+                    data.size() >= opts_.cma_threshold && exchanging(dest, header)
+                        ? opts_.cma_threshold_exchange_between_steps
+                        : opts_.cma_threshold);
     }
     request isend_awaited_at_end(int dest, const message_header& header,
                                  std::span<const std::byte> data) override {
         // The lower threshold pays where the sender is free to share the
         // copy; an exchange, where it is busy receiving, has its own.
         return send(dest, header, data,
-                    exchanging(dest, header, data.size()) ? opts_.cma_threshold_exchange
-                                                          : opts_.cma_threshold_awaited_at_end);
+                    data.size() >= single_copy_from_ && exchanging(dest, header)
+                        ? opts_.cma_threshold_exchange
+                        : opts_.cma_threshold_awaited_at_end);
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
-    // Whether a send awaited at the end of `bytes` to dest is part of an
-    // exchange (options::cma_threshold_exchange): with a core each, a
-    // message that could go by single copy, and a receive of the same call
-    // from dest is posted.
-    bool exchanging(int dest, const message_header& header, std::size_t bytes) const {
-        return share_copies_ && bytes >= single_copy_from_ &&
+    // Whether a send to dest is part of an exchange with its own threshold
+    // (options::cma_threshold_exchange and ..._between_steps): with a core
+    // each, a receive of the same call from dest is posted. Callers ask only
+    // for sizes the answer may change, keeping the mailbox's lock off the
+    // others.
+    bool exchanging(int dest, const message_header& header) const {
+        return share_copies_ &&
                mailbox_.expects({header.key.communicator, header.key.generation, dest});
     }
     request irecv(const message_header& expected, std::span<std::byte> into) override {
@@ -575,6 +582,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     if (opts_.cma_threshold_exchange == 0)
         opts_.cma_threshold_exchange =
             share_copies_ ? std::min(opts_.cma_threshold, 2 * small_shared_copy_chunk)
+                          : opts_.cma_threshold;
+    if (opts_.cma_threshold_exchange_between_steps == 0)
+        opts_.cma_threshold_exchange_between_steps =
+            share_copies_ ? std::max(opts_.cma_threshold, exchange_between_steps_cells_below)
                           : opts_.cma_threshold;
     single_copy_from_ = std::min(
         {opts_.cma_threshold, opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange});
@@ -1648,6 +1659,8 @@ void apply_environment(options& opts) {
         opts.cma_threshold_awaited_at_end = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE"))
         opts.cma_threshold_exchange = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS"))
+        opts.cma_threshold_exchange_between_steps = *v;
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
 }

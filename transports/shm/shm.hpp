@@ -53,13 +53,19 @@ struct options {
     // destination is posted); 0 picks 64 KiB where each rank has a core,
     // else cma_threshold. Both ranks are busy then and each reads the
     // other's message: one copy each instead of the cells' two (2 ranks,
-    // 128 KiB all_to_all: 11.7 -> 8.2 us). A send that a later step waits
-    // for (isend) keeps cma_threshold even in an exchange: the all_reduces'
-    // exchanges, followed by combining, were slower by single copy (2
-    // ranks, 128 KiB: 19.7 -> 26.6 us; docs/performance.md, sixteenth
-    // session). Where ranks share cores, a send awaited at the end takes
-    // cma_threshold_awaited_at_end, exchange or not.
+    // 128 KiB all_to_all: 11.7 -> 8.2 us). Where ranks share cores, a send
+    // awaited at the end takes cma_threshold_awaited_at_end, exchange or
+    // not.
     std::size_t cma_threshold_exchange = 0;
+    // The same for an exchange whose send a later step of the call waits for
+    // (isend: the recursive halving and doubling of an all_reduce, followed
+    // by combining); 0 picks 1 MiB where each rank has a core (at least
+    // cma_threshold), else cma_threshold. Such exchanges did better in the
+    // cells, whose copies keep what they move in the caches: by single copy
+    // the 2-rank all_reduce of 128 KiB took 26.6 us instead of 19.7, of
+    // 512 KiB 72.9 instead of 47.0, while from 1 MiB messages single copy
+    // is ahead again (docs/performance.md, sixteenth session).
+    std::size_t cma_threshold_exchange_between_steps = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
     // Messages of at least this many bytes whose send buffer is shared memory

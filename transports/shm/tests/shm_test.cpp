@@ -349,6 +349,7 @@ TEST_CASE(
                 // One threshold for every send: whether a send finds a
                 // receive of the call still posted (an exchange) is a race.
                 opts.cma_threshold_exchange = opts.cma_threshold;
+                opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
                 auto t = shm::create_transport(boot, io, opts);
                 const std::size_t cell = t->cell_bytes() - 64;
                 exchange_sizes(
@@ -467,7 +468,7 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
 }
 
 TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from 64 KiB; an "
-          "exchange goes by single copy from 64 KiB, unshared") {
+          "exchange has its own thresholds") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
         auto t = shm::create_transport(boot, io);
@@ -495,19 +496,22 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
                 fmt::format("oversubscribed: {} cma, {} chunked, not 3 and 0", c.cma, c.chunked));
         }
         // An exchange: both ranks send to each other with a receive of the
-        // call from the other posted. Sent awaited at the end, with a core
+        // call from the other posted. Sent awaited at the end: with a core
         // each single copy from cma_threshold_exchange's 64 KiB, sharing
-        // cores from cma_threshold_awaited_at_end's 32 KiB; by isend, from
-        // cma_threshold's 256 KiB either way.
+        // cores from cma_threshold_awaited_at_end's 32 KiB. By isend: with a
+        // core each from cma_threshold_exchange_between_steps's 1 MiB,
+        // sharing cores from cma_threshold's 256 KiB.
         for (bool at_end : {false, true}) {
             CAPTURE(at_end);
+            const std::vector<std::size_t> sizes{65535, 65536, 200000, 600000, 1u << 20};
             const auto before = t->counters();
-            exchange_keeping_a_receive_posted(*t, io, {65535, 65536, 200000}, at_end);
+            exchange_keeping_a_receive_posted(*t, io, sizes, at_end);
             c = t->counters();
-            const std::uint64_t by_cma = !at_end ? 0 : core_each ? 2 : 3;
-            expect(c.cma - before.cma == by_cma && c.chunked - before.chunked == 3 - by_cma,
+            const std::uint64_t by_cma = at_end ? (core_each ? 4 : 5) : (core_each ? 1 : 2);
+            expect(c.cma - before.cma == by_cma &&
+                       c.chunked - before.chunked == sizes.size() - by_cma,
                    fmt::format("exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
-                               c.chunked - before.chunked, by_cma, 3 - by_cma));
+                               c.chunked - before.chunked, by_cma, sizes.size() - by_cma));
         }
     });
 }
@@ -520,6 +524,7 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
             asio::io_context io;
             shm::options opts;
             opts.cma_threshold_exchange = opts.cma_threshold; // as in the first test
+            opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
             auto t = shm::create_transport(boot, io, opts);
             const int peer = 1 - t->rank();
             if (!t->cma_to(peer)) {
@@ -1139,4 +1144,8 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.cma_threshold_exchange == 1024 * 1024);
     ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE");
+    ::setenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS", "2M", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cma_threshold_exchange_between_steps == 2 * 1024 * 1024);
+    ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS");
 }
