@@ -345,28 +345,30 @@ public:
     request isend(int dest, const message_header& header,
                   std::span<const std::byte> data) override {
         return send(dest, header, data,
-                    data.size() >= opts_.cma_threshold && exchanging(dest, header)
-                        ? opts_.cma_threshold_exchange_between_steps
-                        : opts_.cma_threshold);
+                    threshold_for(dest, header, data.size(), opts_.cma_threshold,
+                                  opts_.cma_threshold_exchange_between_steps));
     }
     request isend_awaited_at_end(int dest, const message_header& header,
                                  std::span<const std::byte> data) override {
         // The lower threshold pays where the sender is free to share the
         // copy; an exchange, where it is busy receiving, has its own.
         return send(dest, header, data,
-                    data.size() >= single_copy_from_ && exchanging(dest, header)
-                        ? opts_.cma_threshold_exchange
-                        : opts_.cma_threshold_awaited_at_end);
+                    threshold_for(dest, header, data.size(), opts_.cma_threshold_awaited_at_end,
+                                  opts_.cma_threshold_exchange));
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
-    // Whether a send to dest is part of an exchange with its own threshold
-    // (options::cma_threshold_exchange and ..._between_steps): with a core
-    // each, a receive of the same call from dest is posted. Callers ask only
-    // for sizes the answer may change, keeping the mailbox's lock off the
-    // others.
-    bool exchanging(int dest, const message_header& header) const {
-        return share_copies_ &&
-               mailbox_.expects({header.key.communicator, header.key.generation, dest});
+    // The single-copy threshold for a send of `bytes` to dest: `in_exchange`
+    // if it is part of an exchange (with a core each, a receive of the same
+    // call from dest is posted), else `otherwise`. The mailbox is asked only
+    // for sizes the two thresholds disagree on: with the defaults, never for
+    // a send awaited at the end (both are 64 KiB).
+    std::size_t threshold_for(int dest, const message_header& header, std::size_t bytes,
+                              std::size_t otherwise, std::size_t in_exchange) const {
+        const bool decides = share_copies_ && bytes >= std::min(otherwise, in_exchange) &&
+                             bytes < std::max(otherwise, in_exchange);
+        return decides && mailbox_.expects({header.key.communicator, header.key.generation, dest})
+                   ? in_exchange
+                   : otherwise;
     }
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         auto done = mailbox_.post(expected, into, false);
@@ -611,10 +613,11 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         if (r != rank_)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
                   rank_, r, geo_.cell_bytes, geo_.depth,
-                  cma_to(r) ? fmt::format("from {} bytes ({} for sends awaited at the end, {} "
-                                          "in exchanges)",
-                                          opts_.cma_threshold, opts_.cma_threshold_awaited_at_end,
-                                          opts_.cma_threshold_exchange)
+                  cma_to(r) ? fmt::format(
+                                  "from {} bytes ({} in exchanges; {} for sends "
+                                  "awaited at the end, {} in exchanges)",
+                                  opts_.cma_threshold, opts_.cma_threshold_exchange_between_steps,
+                                  opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange)
                             : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
 }
