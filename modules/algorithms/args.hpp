@@ -7,10 +7,20 @@
 #include <cstddef>
 #include <span>
 
+#include <boost/container/small_vector.hpp>
+
 #include "core/collective.hpp"
 #include "core/reduction.hpp"
 
 namespace tutti {
+
+namespace detail {
+// Sizes per rank that a call derives (byte counts and offsets from a
+// caller's element counts, where blocks start): inline up to 33 numbers, so
+// that a call on up to 8 ranks (32 for one number per rank) allocates
+// nothing for them. Kept in the call object where the arguments point to it.
+using per_rank_sizes = boost::container::small_vector<std::size_t, 33>;
+} // namespace detail
 
 struct barrier_args {
     static constexpr collective kind = collective::barrier;

@@ -464,48 +464,60 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<T>> all_to_a
 
 // send_counts[j] elements go to rank j, in order; recv_counts[i] arrive from
 // rank i, in order. Each rank's send_counts[j] must equal rank j's
-// recv_counts[i].
+// recv_counts[i]. The counts are read when the call is awaited: they must
+// stay alive until then, as the buffers must.
 template <byte_range In, byte_range Out, call_option... Options>
-requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>> task<void>
-all_to_allv(communicator comm, const In& send, std::span<const std::size_t> send_counts, Out& recv,
-            std::span<const std::size_t> recv_counts, Options... options) {
-    using T = detail::element_of<In>;
-    auto o = detail::make_options(std::move(options)...);
-    const auto n = static_cast<std::size_t>(comm.size());
-    if (send_counts.size() != n || recv_counts.size() != n)
-        detail::count_error(collective::all_to_allv,
-                            fmt::format("{} send counts and {} receive counts given for {} ranks; "
-                                        "give one of each per rank",
-                                        send_counts.size(), recv_counts.size(), n));
-    std::vector<std::size_t> sc(n), so(n), rc(n), ro(n);
-    std::size_t send_total = 0, recv_total = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-        sc[j] = send_counts[j] * sizeof(T);
-        so[j] = send_total;
-        send_total += sc[j];
-        rc[j] = recv_counts[j] * sizeof(T);
-        ro[j] = recv_total;
-        recv_total += rc[j];
-    }
-    if (send_total != std::ranges::size(send) * sizeof(T) ||
-        recv_total != std::ranges::size(recv) * sizeof(T))
-        detail::count_error(collective::all_to_allv,
-                            fmt::format("the counts add up to {} to send and {} to receive, but "
-                                        "the buffers hold {} and {} elements",
-                                        send_total / sizeof(T), recv_total / sizeof(T),
-                                        std::ranges::size(send), std::ranges::size(recv)));
-    // The own piece is copied locally, with no message to compare lengths.
-    const auto me = static_cast<std::size_t>(comm.rank());
-    if (send_counts[me] != recv_counts[me])
-        detail::count_error(collective::all_to_allv,
-                            fmt::format("rank {} sends itself {} elements but expects {} from "
-                                        "itself; its own send and receive counts must be equal",
-                                        me, send_counts[me], recv_counts[me]));
-    auto call = detail::begin_call(comm, collective::all_to_allv, o);
-    all_to_allv_args args{bytes_of(send), sc, so, writable_bytes_of(recv), rc, ro};
-    call_signature signature = detail::signature_for(collective::all_to_allv, comm, 0);
-    signature.equal_counts = false;
-    co_await detail::run_phase(call, 0, args, signature, o.algorithm);
+requires std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
+auto all_to_allv(detail::call_communicator comm, const In& send,
+                 std::span<const std::size_t> send_counts, Out& recv,
+                 std::span<const std::size_t> recv_counts, Options&&... options) {
+    return detail::make_single_phase_call<all_to_allv_args>(
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
+        [&send, &recv, send_counts, recv_counts, layout = detail::per_rank_sizes()](
+            const communicator& comm, const call_options&, reduction_op&) mutable {
+            using T = detail::element_of<In>;
+            const auto n = static_cast<std::size_t>(comm.size());
+            if (send_counts.size() != n || recv_counts.size() != n)
+                detail::count_error(collective::all_to_allv,
+                                    fmt::format("{} send counts and {} receive counts given for "
+                                                "{} ranks; give one of each per rank",
+                                                send_counts.size(), recv_counts.size(), n));
+            // Byte counts and offsets: send's, then recv's.
+            layout.resize(4 * n);
+            const std::span<std::size_t> all(layout.data(), layout.size());
+            const auto sc = all.subspan(0, n);
+            const auto so = all.subspan(n, n);
+            const auto rc = all.subspan(2 * n, n);
+            const auto ro = all.subspan(3 * n, n);
+            std::size_t send_total = 0, recv_total = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+                sc[j] = send_counts[j] * sizeof(T);
+                so[j] = send_total;
+                send_total += sc[j];
+                rc[j] = recv_counts[j] * sizeof(T);
+                ro[j] = recv_total;
+                recv_total += rc[j];
+            }
+            if (send_total != std::ranges::size(send) * sizeof(T) ||
+                recv_total != std::ranges::size(recv) * sizeof(T))
+                detail::count_error(collective::all_to_allv,
+                                    fmt::format("the counts add up to {} to send and {} to "
+                                                "receive, but the buffers hold {} and {} elements",
+                                                send_total / sizeof(T), recv_total / sizeof(T),
+                                                std::ranges::size(send), std::ranges::size(recv)));
+            // The own piece is copied locally, with no message to compare lengths.
+            const auto me = static_cast<std::size_t>(comm.rank());
+            if (send_counts[me] != recv_counts[me])
+                detail::count_error(collective::all_to_allv,
+                                    fmt::format("rank {} sends itself {} elements but expects {} "
+                                                "from itself; its own send and receive counts "
+                                                "must be equal",
+                                                me, send_counts[me], recv_counts[me]));
+            auto signature = detail::signature_for(collective::all_to_allv, comm, 0);
+            signature.equal_counts = false;
+            return detail::prepared_call<all_to_allv_args>{
+                {bytes_of(send), sc, so, writable_bytes_of(recv), rc, ro}, signature};
+        });
 }
 
 // per_peer[j] goes to rank j; the result's [i] came from rank i. Lengths may
@@ -573,6 +585,39 @@ requires(trivially_copyable<T> || serializable<T>) task<std::vector<std::vector<
 
 // ---- reduce_scatter -----------------------------------------------------------
 
+namespace detail {
+
+// The reduce_scatter's inputs checked, its operation erased into `erased`.
+template <class In, class Out, class Op>
+prepared_call<reduce_scatter_args>
+prepare_reduce_scatter(const communicator& comm, const In& send, Out& recv,
+                       std::span<const std::size_t> counts, const Op& op, reduction_op& erased) {
+    using T = element_of<In>;
+    const auto n = static_cast<std::size_t>(comm.size());
+    if (counts.size() != n)
+        count_error(
+            collective::reduce_scatter,
+            fmt::format("{} counts given for {} ranks; give one per rank", counts.size(), n));
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    if (std::ranges::size(send) != total)
+        count_error(collective::reduce_scatter,
+                    fmt::format("the send buffer holds {} elements, the counts add up to {}",
+                                std::ranges::size(send), total));
+    const auto mine = counts[static_cast<std::size_t>(comm.rank())];
+    if (std::ranges::size(recv) != mine)
+        count_error(collective::reduce_scatter,
+                    fmt::format("the receive buffer holds {} elements, this rank's count is {}",
+                                std::ranges::size(recv), mine));
+    erased = erase_operation<T>(op);
+    auto signature =
+        signature_for(collective::reduce_scatter, comm, total * sizeof(T), total, erased, false);
+    signature.equal_counts =
+        std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
+    return {{bytes_of(send), writable_bytes_of(recv), counts, &erased}, signature};
+}
+
+} // namespace detail
+
 // send holds counts[0] + ... + counts[size()-1] elements; rank r receives in
 // recv (counts[r] elements) the reduction of its part.
 template <byte_range In, byte_range Out, class Op, call_option... Options>
@@ -584,31 +629,7 @@ auto reduce_scatter(detail::call_communicator comm, const In& send, Out& recv,
         std::move(comm), detail::make_options(std::forward<Options>(options)...),
         [&send, &recv, counts, op = std::move(op)](const communicator& comm, const call_options&,
                                                    reduction_op& erased) {
-            using T = detail::element_of<In>;
-            const auto n = static_cast<std::size_t>(comm.size());
-            if (counts.size() != n)
-                detail::count_error(collective::reduce_scatter,
-                                    fmt::format("{} counts given for {} ranks; give one per rank",
-                                                counts.size(), n));
-            const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-            if (std::ranges::size(send) != total)
-                detail::count_error(collective::reduce_scatter,
-                                    fmt::format("the send buffer holds {} elements, the counts "
-                                                "add up to {}",
-                                                std::ranges::size(send), total));
-            const auto mine = counts[static_cast<std::size_t>(comm.rank())];
-            if (std::ranges::size(recv) != mine)
-                detail::count_error(collective::reduce_scatter,
-                                    fmt::format("the receive buffer holds {} elements, this "
-                                                "rank's count is {}",
-                                                std::ranges::size(recv), mine));
-            erased = erase_operation<T>(op);
-            auto signature = detail::signature_for(collective::reduce_scatter, comm,
-                                                   total * sizeof(T), total, erased, false);
-            signature.equal_counts = std::all_of(counts.begin(), counts.end(),
-                                                 [&](std::size_t c) { return c == counts[0]; });
-            return detail::prepared_call<reduce_scatter_args>{
-                {bytes_of(send), writable_bytes_of(recv), counts, &erased}, signature};
+            return detail::prepare_reduce_scatter(comm, send, recv, counts, op, erased);
         });
 }
 
@@ -616,18 +637,23 @@ auto reduce_scatter(detail::call_communicator comm, const In& send, Out& recv,
 template <byte_range In, byte_range Out, class Op, call_option... Options>
 requires operation_for<Op, detail::element_of<In>> &&
     std::is_same_v<detail::element_of<In>, detail::element_of<Out>>
-        task<void> reduce_scatter(communicator comm, const In& send, Out& recv, Op op,
-                                  Options... options) {
-    const auto n = static_cast<std::size_t>(comm.size());
-    const std::size_t block = std::ranges::size(recv);
-    if (std::ranges::size(send) != block * n)
-        detail::count_error(collective::reduce_scatter,
-                            fmt::format("the send buffer holds {} elements; {} ranks receiving {} "
-                                        "each need {}",
-                                        std::ranges::size(send), n, block, block * n));
-    std::vector<std::size_t> counts(n, block);
-    co_await reduce_scatter(std::move(comm), send, recv, std::span<const std::size_t>(counts),
-                            std::move(op), options...);
+auto reduce_scatter(detail::call_communicator comm, const In& send, Out& recv, Op op,
+                    Options&&... options) {
+    return detail::make_single_phase_call<reduce_scatter_args>(
+        std::move(comm), detail::make_options(std::forward<Options>(options)...),
+        [&send, &recv, op = std::move(op), counts = detail::per_rank_sizes()](
+            const communicator& comm, const call_options&, reduction_op& erased) mutable {
+            const auto n = static_cast<std::size_t>(comm.size());
+            const std::size_t block = std::ranges::size(recv);
+            if (std::ranges::size(send) != block * n)
+                detail::count_error(collective::reduce_scatter,
+                                    fmt::format("the send buffer holds {} elements; {} ranks "
+                                                "receiving {} each need {}",
+                                                std::ranges::size(send), n, block, block * n));
+            counts.assign(n, block);
+            return detail::prepare_reduce_scatter(
+                comm, send, recv, std::span<const std::size_t>(counts.data(), n), op, erased);
+        });
 }
 
 // ---- scan and exscan -----------------------------------------------------------

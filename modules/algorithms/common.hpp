@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/args.hpp"
 #include "core/call_context.hpp"
 #include "core/copy.hpp"
 #include "core/reduction.hpp"
@@ -98,9 +99,9 @@ std::span<T> blocks_of(std::span<T> buffer, std::size_t block, int first, int n 
 
 // Byte offsets of consecutive blocks of counts[i] elements each: block i is
 // [offsets[i], offsets[i + 1]), and offsets.back() is the total.
-inline std::vector<std::size_t> prefix_offsets(std::span<const std::size_t> counts,
-                                               std::size_t element) {
-    std::vector<std::size_t> offsets(counts.size() + 1, 0);
+inline detail::per_rank_sizes prefix_offsets(std::span<const std::size_t> counts,
+                                             std::size_t element) {
+    detail::per_rank_sizes offsets(counts.size() + 1, 0);
     for (std::size_t i = 0; i < counts.size(); ++i)
         offsets[i + 1] = offsets[i] + counts[i] * element;
     return offsets;

@@ -14,8 +14,6 @@
 // receiver's count for a pair are the same number, so both sides agree. In
 // place, the data to send is first copied aside.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -35,24 +33,24 @@ task<void> pairwise(const call_context& ctx, const all_to_allv_args& a) {
     own_block_copy own(a.send, a.recv, a.send.subspan(a.send_offsets[me], a.send_counts[me]),
                        a.recv.subspan(a.recv_offsets[me], a.send_counts[me]));
 
-    std::vector<request> requests;
     for (int k = 1; k < p; ++k) {
         const auto dest = static_cast<std::size_t>((r + k) % p);
         const auto source = static_cast<std::size_t>((r - k + p) % p);
         const auto step = static_cast<std::uint64_t>(k);
-        requests.clear();
-        if (a.recv_counts[source])
-            requests.push_back(
-                ctx.irecv(static_cast<int>(source), step,
-                          a.recv.subspan(a.recv_offsets[source], a.recv_counts[source])));
-        if (a.send_counts[dest])
-            // The last step's send is awaited only as the call ends.
-            requests.push_back(
-                ctx.isend(static_cast<int>(dest), step,
-                          send.subspan(a.send_offsets[dest], a.send_counts[dest]),
-                          k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step));
+        const auto outgoing = send.subspan(a.send_offsets[dest], a.send_counts[dest]);
+        const auto incoming = a.recv.subspan(a.recv_offsets[source], a.recv_counts[source]);
+        // The last step's send is awaited only as the call ends.
+        const auto when = k == p - 1 ? send_awaited::at_end : send_awaited::before_next_step;
+        // One step object whatever is empty, so that a small exchange takes
+        // send_recv's way (its receive looked for before any is posted).
+        auto exchange = !outgoing.empty() && !incoming.empty()
+                            ? ctx.send_recv(static_cast<int>(dest), outgoing,
+                                            static_cast<int>(source), incoming, step, when)
+                        : !outgoing.empty() ? ctx.send(static_cast<int>(dest), step, outgoing, when)
+                        : !incoming.empty() ? ctx.recv(static_cast<int>(source), step, incoming)
+                                            : message_step();
         if (k == 1) own.copy_if_deferred();
-        co_await wait_all(requests);
+        co_await std::move(exchange);
     }
     own.copy_if_deferred(); // p == 1
 }
