@@ -33,6 +33,9 @@ def main():
     parser.add_argument("-m", "--sizes", default="8")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--time-limit", default="1")
+    parser.add_argument("-i", "--iterations", default=None,
+                        help="timed calls per size (tutti-bench -i); its own schedule makes "
+                             "at most 1000, a quarter of a millisecond for an 8-byte call")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
     args = parser.parse_args()
@@ -60,6 +63,8 @@ def main():
                 cmd = [launcher, "-n", args.ranks, "--bind", args.bind, "--", path,
                        args.collectives, "-m", args.sizes, "--time-limit", args.time_limit,
                        "-q", "--csv", out]
+                if args.iterations:
+                    cmd += ["-i", args.iterations]
                 done = subprocess.run(cmd, stdout=subprocess.DEVNULL)
                 if done.returncode != 0:
                     sys.exit(f"ab: {' '.join(cmd)} failed with status {done.returncode}")
