@@ -141,6 +141,41 @@ inline int actual_rank(int relative, int root, int p) {
     return (relative + root) % p;
 }
 
+// A reduce that sends nothing: an empty vector, or one rank, whose result
+// is its own data (copied to recv). True when the call is done.
+inline bool reduce_without_messages(const reduce_args& a, int p) {
+    const std::size_t bytes = a.count * a.op->element_size;
+    if (bytes != 0 && p != 1) return false;
+    copy_unless_same(a.recv.data(), a.send.data(), bytes);
+    return true;
+}
+
+// Where a reduce's tree ends: at the root for a commutative operation, at
+// rank 0 for another, since only the true rank order keeps a
+// non-commutative result; rank 0 then sends the result on to the root
+// (result_to_root). Ranks are numbered from that end (vr).
+struct reduce_tree {
+    int top = 0;
+    int vr = 0;
+    int p = 1;
+    reduce_tree(const call_context& ctx, const reduce_args& a)
+        : top(a.op->commutative ? a.root : 0), vr(relative_rank(ctx.rank(), top, ctx.size())),
+          p(ctx.size()) {}
+    int actual(int relative) const { return actual_rank(relative, top, p); }
+};
+
+// The hop of a tree that ended away from the root: `result` (held by the
+// tree's end) to the root's recv, as step `step`; nothing elsewhere.
+inline message_step result_to_root(const call_context& ctx, const reduce_args& a,
+                                   const reduce_tree& tree, std::span<const std::byte> result,
+                                   std::uint64_t step) {
+    if (tree.top == a.root) return {};
+    if (ctx.rank() == tree.top) return ctx.send(a.root, step, result, send_awaited::at_end);
+    if (ctx.rank() == a.root)
+        return ctx.recv(tree.top, step, a.recv.first(a.count * a.op->element_size));
+    return {};
+}
+
 // A binomial tree over relative ranks: vr's subtree is [vr, vr + extent),
 // extent its lowest set bit (the root's: p rounded up to a power of two); its
 // parent is vr - extent and its children vr + extent / 2, vr + extent / 4, ...

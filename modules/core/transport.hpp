@@ -23,6 +23,12 @@ struct transport_capabilities {
     // io_context (a process's rank over shared memory or TCP), so what is
     // per rank needs no lock.
     bool one_thread = false;
+    // The longest message that travels as one piece, which its receiver can
+    // copy while the sender writes the next (shared memory: a cell's
+    // payload); 0 if the transport has no such unit. Algorithms that cut a
+    // vector into segments (reduce's segmented_binomial) cut it into pieces
+    // of this size: one a byte longer would take a second piece.
+    std::size_t segment_bytes = 0;
 };
 
 class transport {

@@ -116,3 +116,48 @@ TEST_CASE("reduce: in place, sums and a non-commutative operation") {
                            }
                        });
 }
+
+namespace {
+
+// Twelve bytes: a segment of whole elements is not a power of two long.
+struct triple {
+    std::int32_t x, y, z;
+    friend bool operator==(const triple&, const triple&) = default;
+};
+
+} // namespace
+
+TEST_CASE("reduce: long vectors of 12-byte elements, many segments") {
+    // 60,000 elements are 720,000 bytes: 22 segments of 32 KiB, more than the
+    // receives a segmented tree posts ahead, the last one short.
+    const std::size_t n = 60000;
+    const auto add = make_op(
+        [](const triple& a, const triple& b) {
+            return triple{a.x + b.x, a.y + b.y, a.z + b.z};
+        },
+        commutativity::commutative);
+    for (const auto& name : algorithm_names(collective::reduce)) {
+        for (int p : {2, 3, 5, 8}) {
+            for (int r : {0, p - 1}) {
+                CAPTURE(name);
+                CAPTURE(p);
+                CAPTURE(r);
+                tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
+                    std::vector<triple> data(n);
+                    for (std::size_t i = 0; i < n; ++i)
+                        data[i] = {comm.rank(), static_cast<std::int32_t>(i),
+                                   comm.rank() * static_cast<std::int32_t>(i % 7)};
+                    std::vector<triple> out(comm.rank() == r ? n : 0);
+                    co_await reduce(comm, data, out, add, root{r}, use(name));
+                    std::size_t wrong = 0;
+                    for (std::size_t i = 0; i < out.size(); ++i) {
+                        const auto k = static_cast<std::int32_t>(i);
+                        const triple expected{p * (p - 1) / 2, p * k, p * (p - 1) / 2 * (k % 7)};
+                        if (!(out[i] == expected)) ++wrong;
+                    }
+                    CHECK(wrong == 0);
+                });
+            }
+        }
+    }
+}

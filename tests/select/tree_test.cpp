@@ -103,17 +103,29 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
     CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");
-    // Reduce: the binomial tree, except long vectors of a commutative
-    // operation between two ranks, which share the combining (rabenseifner).
+    // Reduce: the binomial tree; for a commutative operation of medium
+    // length it in segments (segmented_binomial), and long vectors between
+    // two ranks, which share the combining, rabenseifner.
     auto rooted = [&](int p, std::size_t bytes, bool commutative) {
         auto s = reduce8(p, bytes, commutative);
         s.kind = collective::reduce;
         return s;
     };
-    CHECK(tree.walk(rooted(2, 128 << 10, true)) == "binomial");
-    CHECK(tree.walk(rooted(2, 256 << 10, true)) == "rabenseifner");
+    CHECK(tree.walk(rooted(2, 64 << 10, true)) == "binomial");
+    CHECK(tree.walk(rooted(2, 128 << 10, true)) == "segmented_binomial");
+    CHECK(tree.walk(rooted(2, 512 << 10, true)) == "segmented_binomial");
+    CHECK(tree.walk(rooted(2, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(rooted(2, 256 << 10, false)) == "binomial");
+    CHECK(tree.walk(rooted(4, 32 << 10, true)) == "binomial");
+    CHECK(tree.walk(rooted(4, 128 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(4, 1 << 20, true)) == "binomial");
+    // Over TCP the binomial tree at every size: segments and the halving
+    // rounds cost more than they overlap there (seventeenth session).
+    for (auto bytes : {std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{4} << 20}) {
+        auto s = rooted(2, bytes, true);
+        s.transport = "tcp";
+        CHECK(tree.walk(s) == "binomial");
+    }
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
           "recursive_doubling");

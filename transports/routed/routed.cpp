@@ -295,6 +295,7 @@ public:
         c.single_copy = false;
         c.remote_memory_access = false;
         c.one_thread = c.one_thread && (!shm_ || shm_->capabilities().one_thread);
+        c.segment_bytes = 0; // pieces differ by route
         return c;
     }
 

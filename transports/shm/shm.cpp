@@ -339,7 +339,8 @@ public:
                 .remote_memory_access = false,
                 .latency_us = 0.3,
                 .bandwidth_gb_per_s = single ? 10.0 : 8.0,
-                .one_thread = true};
+                .one_thread = true,
+                .segment_bytes = payload_capacity()};
     }
 
     request isend(int dest, const message_header& header,

@@ -30,17 +30,12 @@ constexpr std::uint64_t to_root_step = 32; // beyond the tree's rounds (bit numb
 task<void> binomial(const call_context& ctx, const reduce_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
+    if (reduce_without_messages(a, p)) co_return;
     const auto bytes = a.count * a.op->element_size;
     const bool at_root = r == a.root;
-    if (bytes == 0) co_return;
-    if (p == 1) {
-        copy_unless_same(a.recv.data(), a.send.data(), bytes);
-        co_return;
-    }
-
-    const int top = a.op->commutative ? a.root : 0;
-    const int vr = relative_rank(r, top, p);
-    const auto actual = [&](int relative) { return actual_rank(relative, top, p); };
+    const reduce_tree tree(ctx, a);
+    const int top = tree.top;
+    const int vr = tree.vr;
 
     // The partial result starts as the user's own data, sent from there if
     // this rank is a leaf. Once something is combined it lives in the root's
@@ -57,11 +52,11 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
     std::uint64_t round = 0;
     for (int mask = 1; mask < p; mask *= 2, ++round) {
         if (vr & mask) {
-            co_await ctx.send(actual(vr - mask), round, {mine, bytes}, send_to_parent);
+            co_await ctx.send(tree.actual(vr - mask), round, {mine, bytes}, send_to_parent);
             break;
         }
         if (vr + mask >= p) continue;
-        co_await ctx.recv(actual(vr + mask), round, incoming.span());
+        co_await ctx.recv(tree.actual(vr + mask), round, incoming.span());
         if (!combined) combined = at_root ? a.recv.data() : partial.data();
         a.op->combine(mine, incoming.data(), combined, a.count);
         mine = combined;
@@ -69,12 +64,7 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
 
     // Only the non-commutative case ends away from the root: rank 0 holds
     // the result (it received at least once, as p > 1).
-    if (top != a.root) {
-        if (r == top)
-            co_await ctx.send(a.root, to_root_step, {mine, bytes}, send_awaited::at_end);
-        else if (at_root)
-            co_await ctx.recv(top, to_root_step, a.recv.first(bytes));
-    }
+    co_await result_to_root(ctx, a, tree, {mine, bytes}, to_root_step);
 }
 
 const bool registered = register_algorithm<reduce_args>({

@@ -40,11 +40,7 @@ task<void> rabenseifner(const call_context& ctx, const reduce_args& a) {
     const std::size_t element = a.op->element_size;
     const std::size_t bytes = a.count * element;
     const bool at_root = r == a.root;
-    if (bytes == 0) co_return;
-    if (p == 1) {
-        copy_unless_same(a.recv.data(), a.send.data(), bytes);
-        co_return;
-    }
+    if (reduce_without_messages(a, p)) co_return;
 
     const int vr = relative_rank(r, a.root, p);
     const int pof2 = power_of_two_floor(p);
