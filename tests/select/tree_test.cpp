@@ -111,7 +111,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         s.kind = collective::reduce;
         return s;
     };
-    CHECK(tree.walk(rooted(2, 64 << 10, true)) == "binomial");
+    CHECK(tree.walk(rooted(2, 4 << 10, true)) == "binomial");
+    CHECK(tree.walk(rooted(2, 8 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(2, 128 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(2, 512 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(2, 1 << 20, true)) == "rabenseifner");

@@ -4,11 +4,12 @@
 // Kind:         pure
 // Restrictions: none (any communicator size and root; non-commutative
 //               operations give the rank-ordered result)
-// Parameters:   segment_bytes (the transport's segment_bytes capability,
-//               a shared-memory cell's payload, else 32 KiB; rounded down to
-//               whole elements; larger when a vector would need more
-//               segments than a call has steps), segments_ahead (8 receives
-//               posted per child)
+// Parameters:   segment length: at most the transport's segment_bytes
+//               capability (a shared-memory cell's payload, else 32 KiB),
+//               whole elements, equal segments, at least least_segments (8)
+//               of at least least_segment_bytes (4 KiB) where the vector
+//               allows; longer when a vector would need more segments than a
+//               call has steps. segments_ahead (8 receives posted per child)
 //
 // The binomial tree of `binomial`, with the vector cut into segments that
 // travel one after another: a rank combines segment k of its children as
@@ -33,6 +34,7 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
+#include "core/progress.hpp"
 
 namespace tutti {
 namespace {
@@ -41,6 +43,12 @@ using namespace algorithms_detail;
 
 // Where the transport has no unit of its own.
 constexpr std::size_t default_segment_bytes = 32 * 1024;
+// A vector is cut into at least this many segments where each can still be
+// least_segment_bytes long: at 2 ranks over shared memory 16 KiB took 2.4 us
+// in 4 KiB segments, 3.0 in one piece, and 128 KiB 15.2 in 16 KiB segments,
+// 16.9 in one piece (docs/performance.md, seventeenth session).
+constexpr std::size_t least_segments = 8;
+constexpr std::size_t least_segment_bytes = 4 * 1024;
 // Receives posted ahead per child: enough to keep a link busy while this
 // rank combines, few enough to bound the scratch (segments_ahead segments
 // per child).
@@ -57,13 +65,27 @@ task<void> segmented_binomial(const call_context& ctx, const reduce_args& a) {
     const int top = tree.top;
     const int vr = tree.vr;
 
-    // Whole elements per segment, and one step per segment (the result's
-    // hop to a root other than rank 0 takes the step after the last).
-    const std::size_t most_segments = call_context::max_steps - 1;
+    // Segments of whole elements and of equal length (a short last one would
+    // leave the pipeline idle): as many as the transport's unit needs, but at
+    // least least_segments of at least least_segment_bytes each, since a
+    // short vector gains from overlap too. One step per segment (the
+    // result's hop to a root other than rank 0 takes the step after the
+    // last).
     const std::size_t unit = ctx.comm().transport().capabilities().segment_bytes;
-    const std::size_t segment_bytes = unit ? unit : default_segment_bytes;
-    const std::size_t per_segment = std::max(
-        {segment_bytes / element, std::size_t{1}, (a.count + most_segments - 1) / most_segments});
+    const std::size_t per_unit =
+        std::max((unit ? unit : default_segment_bytes) / element, std::size_t{1});
+    // Where ranks share cores a message may cost its receiver a context
+    // switch, and only the unit's segments paid (4 ranks on 2 cores, 64 KiB:
+    // 8 KiB segments took 58.7 us against the whole vector's 37.3;
+    // cell-sized ones 24.6 against 32.3 in another run).
+    const auto& t = ctx.comm().transport();
+    const std::size_t least =
+        ranks_outnumber_cores(t.size())
+            ? 1
+            : std::min(least_segments, std::max(bytes / least_segment_bytes, std::size_t{1}));
+    const std::size_t wanted =
+        std::min(std::max((a.count + per_unit - 1) / per_unit, least), call_context::max_steps - 1);
+    const std::size_t per_segment = (a.count + wanted - 1) / wanted;
     const std::size_t segments = (a.count + per_segment - 1) / per_segment;
     const auto segment_of = [&](auto whole, std::size_t k) {
         const std::size_t first = k * per_segment;
