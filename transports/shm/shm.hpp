@@ -103,8 +103,9 @@ struct options {
 // Overrides from the environment, for tuning without a rebuild (a job applies
 // them to its options): TUTTI_SHM_CELL_BYTES, TUTTI_SHM_RING_DEPTH,
 // TUTTI_SHM_CMA_THRESHOLD, TUTTI_SHM_CMA_THRESHOLD_AT_END,
-// TUTTI_SHM_MAPPED_THRESHOLD and
-// TUTTI_SHM_SHARED_COPY_CHUNK, each a byte count such as 16384 or 16K. Every
+// TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
+// TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD
+// and TUTTI_SHM_SHARED_COPY_CHUNK, each a byte count such as 16384 or 16K. Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count is a tutti::error.
 void apply_environment(options& opts);
