@@ -406,6 +406,7 @@ private:
         std::uint64_t offset = 0;
         bool cma = false;
         std::optional<shared_region_ref> region; // sent as a mapped rendezvous
+        std::size_t piece = 0;                   // bytes per data cell
     };
     struct peer_out {
         std::deque<outgoing> sends;
@@ -489,7 +490,9 @@ private:
             outside_the_world(dest);
     }
     [[noreturn]] void outside_the_world(int dest) const;
-    bool write_now(int dest, const message_header& header, std::span<const std::byte> data);
+    bool write_now(int dest, const message_header& header, std::span<const std::byte> data,
+                   std::size_t piece);
+    std::size_t piece_for(int dest, const message_header& header, std::size_t bytes) const;
     bool has_space(int dest);
     void write_cell(int dest, const cell_header& h, const std::byte* payload);
     void ring_bell(int peer);
@@ -541,6 +544,7 @@ private:
     std::vector<char> map_to_;      // per destination: it can map our shared regions
     std::vector<char> cannot_help_; // per receiver: writing into its memory failed
     bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
+    bool pipeline_cells_ = false;   // options::pipeline_piece, and a core for each rank
     // The lower of the two single-copy thresholds: try_send, which is not
     // told how its send is awaited, leaves messages this large to isend.
     std::size_t single_copy_from_ = 0;
@@ -577,6 +581,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     map_to_.assign(n, opts_.use_mapped ? 1 : 0);
     cannot_help_.assign(n, 0);
     share_copies_ = opts_.shared_copy_chunk > 0 && !ranks_outnumber_cores(size_);
+    pipeline_cells_ = opts_.pipeline_piece > 0 && !ranks_outnumber_cores(size_);
     if (opts_.cma_threshold_awaited_at_end == 0)
         opts_.cma_threshold_awaited_at_end = std::min(
             opts_.cma_threshold, ranks_outnumber_cores(size_) ? oversubscribed_cma_threshold_at_end
@@ -871,16 +876,17 @@ void endpoint::outside_the_world(int dest) const {
 // Most messages: one cell, nothing queued ahead of it, room in the ring. It
 // is written now and the send is complete before it returns, with no queue
 // entry and no request of its own.
-bool endpoint::write_now(int dest, const message_header& header, std::span<const std::byte> data) {
+bool endpoint::write_now(int dest, const message_header& header, std::span<const std::byte> data,
+                         std::size_t piece) {
     auto& o = out_[static_cast<std::size_t>(dest)];
-    if (data.size() > payload_capacity() || !o.sends.empty() || !o.control.empty() ||
-        !has_space(dest))
+    if (data.size() > piece || !o.sends.empty() || !o.control.empty() || !has_space(dest))
         return false;
     auto h = header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
     h.total = data.size();
     h.length = static_cast<std::uint32_t>(data.size());
     write_cell(dest, h, data.data());
     ++counters_.eager;
+    ++counters_.message_cells;
     // A one-line message (at most 16 bytes: barriers, small reductions)
     // waits here until its cell has reached the receiver's side. Without
     // the stall, the rank that arrives last at an exchange reads its peer's
@@ -913,7 +919,17 @@ bool endpoint::try_send(int dest, const message_header& header, std::span<const 
     if (lost_[d] || (data.size() >= opts_.mapped_threshold && map_to_[d]) ||
         (data.size() >= single_copy_from_ && cma_to(dest)))
         return false;
-    return write_now(dest, header, data);
+    return write_now(dest, header, data, piece_for(dest, header, data.size()));
+}
+
+// The bytes of each data cell of a message to dest (options::pipeline_piece).
+std::size_t endpoint::piece_for(int dest, const message_header& header, std::size_t bytes) const {
+    const std::size_t whole = payload_capacity();
+    if (!pipeline_cells_ || bytes <= whole || bytes > 4 * whole || opts_.pipeline_piece >= whole)
+        return whole;
+    return mailbox_.expects({header.key.communicator, header.key.generation, dest})
+               ? whole
+               : opts_.pipeline_piece;
 }
 
 // isend, with messages of cma_from bytes or more read by single copy.
@@ -936,9 +952,12 @@ request endpoint::send(int dest, const message_header& header, std::span<const s
     if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
     const bool cma = !region && cma_to(dest) && data.size() >= cma_from;
-    if (!cma && !region && write_now(dest, header, data)) return completed_request();
+    const std::size_t piece =
+        cma || region ? payload_capacity() : piece_for(dest, header, data.size());
+    if (!cma && !region && write_now(dest, header, data, piece)) return completed_request();
     auto done = make_request();
-    out_[static_cast<std::size_t>(dest)].sends.push_back({header, data, done, 0, cma, region});
+    out_[static_cast<std::size_t>(dest)].sends.push_back(
+        {header, data, done, 0, cma, region, piece});
     if (out_[static_cast<std::size_t>(dest)].sends.size() == 1) pump(dest);
     return done;
 }
@@ -1018,9 +1037,10 @@ std::size_t endpoint::pump(int dest) {
             h.total = s.data.size();
             h.offset = s.offset;
             h.length =
-                static_cast<std::uint32_t>(std::min<std::uint64_t>(capacity, h.total - s.offset));
+                static_cast<std::uint32_t>(std::min<std::uint64_t>(s.piece, h.total - s.offset));
             write_cell(dest, h, s.data.data() + s.offset);
             ++cells;
+            ++counters_.message_cells;
             s.offset += h.length;
             finished = s.offset >= h.total;
         } while (!finished && has_space(dest));
@@ -1667,6 +1687,7 @@ void apply_environment(options& opts) {
         opts.cma_threshold_exchange_between_steps = *v;
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
 }
 
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,

@@ -516,6 +516,34 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
     });
 }
 
+TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces unless it is an "
+          "exchange") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        shm::options opts;
+        opts.cell_bytes = 16384;
+        opts.pipeline_piece = 4096;
+        opts.use_cma = false; // every message through the cells
+        auto t = shm::create_transport(boot, io, opts);
+        const bool core_each = !ranks_outnumber_cores(2);
+        const std::size_t cell = t->cell_bytes() - 64;
+        // One cell; 40000 bytes: 3 cells, or 10 pieces; more than four cells.
+        send_one_way(*t, io, {cell, 40000, 4 * cell + 1});
+        auto c = t->counters();
+        const std::uint64_t one_way = 1 + (core_each ? 10 : 3) + 5;
+        if (t->rank() == 0)
+            expect(c.message_cells == one_way,
+                   fmt::format("one way: {} cells, not {}", c.message_cells, one_way));
+        // Each rank receives from the other in the same call: whole cells,
+        // 3 for the message and 1 for the token after it.
+        const auto before = t->counters().message_cells;
+        exchange_keeping_a_receive_posted(*t, io, {40000}, false);
+        c = t->counters();
+        expect(c.message_cells - before == 4,
+               fmt::format("exchange: {} cells, not 4", c.message_cells - before));
+    });
+}
+
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
@@ -1148,4 +1176,8 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.cma_threshold_exchange_between_steps == 2 * 1024 * 1024);
     ::unsetenv("TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS");
+    ::setenv("TUTTI_SHM_PIPELINE_PIECE", "0", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.pipeline_piece == 0);
+    ::unsetenv("TUTTI_SHM_PIPELINE_PIECE");
 }
