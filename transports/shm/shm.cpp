@@ -490,8 +490,7 @@ private:
             outside_the_world(dest);
     }
     [[noreturn]] void outside_the_world(int dest) const;
-    bool write_now(int dest, const message_header& header, std::span<const std::byte> data,
-                   std::size_t piece);
+    bool write_now(int dest, const message_header& header, std::span<const std::byte> data);
     std::size_t piece_for(int dest, const message_header& header, std::size_t bytes) const;
     bool has_space(int dest);
     void write_cell(int dest, const cell_header& h, const std::byte* payload);
@@ -876,10 +875,10 @@ void endpoint::outside_the_world(int dest) const {
 // Most messages: one cell, nothing queued ahead of it, room in the ring. It
 // is written now and the send is complete before it returns, with no queue
 // entry and no request of its own.
-bool endpoint::write_now(int dest, const message_header& header, std::span<const std::byte> data,
-                         std::size_t piece) {
+bool endpoint::write_now(int dest, const message_header& header, std::span<const std::byte> data) {
     auto& o = out_[static_cast<std::size_t>(dest)];
-    if (data.size() > piece || !o.sends.empty() || !o.control.empty() || !has_space(dest))
+    if (data.size() > payload_capacity() || !o.sends.empty() || !o.control.empty() ||
+        !has_space(dest))
         return false;
     auto h = header_cell(header, data.size() <= small_bytes ? cell_type::small : cell_type::data);
     h.total = data.size();
@@ -919,10 +918,12 @@ bool endpoint::try_send(int dest, const message_header& header, std::span<const 
     if (lost_[d] || (data.size() >= opts_.mapped_threshold && map_to_[d]) ||
         (data.size() >= single_copy_from_ && cma_to(dest)))
         return false;
-    return write_now(dest, header, data, piece_for(dest, header, data.size()));
+    return write_now(dest, header, data);
 }
 
 // The bytes of each data cell of a message to dest (options::pipeline_piece).
+// Asked only for a message queued for the cells: one that fits a cell went
+// at once (write_now), and only longer ones are cut.
 std::size_t endpoint::piece_for(int dest, const message_header& header, std::size_t bytes) const {
     const std::size_t whole = payload_capacity();
     if (!pipeline_cells_ || bytes <= whole || bytes > 4 * whole || opts_.pipeline_piece >= whole)
@@ -952,10 +953,10 @@ request endpoint::send(int dest, const message_header& header, std::span<const s
     if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
     const bool cma = !region && cma_to(dest) && data.size() >= cma_from;
+    if (!cma && !region && write_now(dest, header, data)) return completed_request();
+    auto done = make_request();
     const std::size_t piece =
         cma || region ? payload_capacity() : piece_for(dest, header, data.size());
-    if (!cma && !region && write_now(dest, header, data, piece)) return completed_request();
-    auto done = make_request();
     out_[static_cast<std::size_t>(dest)].sends.push_back(
         {header, data, done, 0, cma, region, piece});
     if (out_[static_cast<std::size_t>(dest)].sends.size() == 1) pump(dest);

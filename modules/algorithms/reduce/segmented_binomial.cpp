@@ -71,14 +71,14 @@ task<void> segmented_binomial(const call_context& ctx, const reduce_args& a) {
     // short vector gains from overlap too. One step per segment (the
     // result's hop to a root other than rank 0 takes the step after the
     // last).
-    const std::size_t unit = ctx.comm().transport().capabilities().segment_bytes;
+    const auto& t = ctx.comm().transport();
+    const std::size_t unit = t.capabilities().segment_bytes;
     const std::size_t per_unit =
         std::max((unit ? unit : default_segment_bytes) / element, std::size_t{1});
     // Where ranks share cores a message may cost its receiver a context
     // switch, and only the unit's segments paid (4 ranks on 2 cores, 64 KiB:
     // 8 KiB segments took 58.7 us against the whole vector's 37.3;
     // cell-sized ones 24.6 against 32.3 in another run).
-    const auto& t = ctx.comm().transport();
     const std::size_t least =
         ranks_outnumber_cores(t.size())
             ? 1
