@@ -34,8 +34,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--time-limit", default="1")
     parser.add_argument("-i", "--iterations", default=None,
-                        help="timed calls per size (tutti-bench -i); its own schedule makes "
-                             "at most 1000, a quarter of a millisecond for an 8-byte call")
+                        help="timed calls per size (tutti-bench -i; by default at most "
+                             "10,000, fewer from 32 KiB)")
+    parser.add_argument("--per-iteration", action="store_true",
+                        help="compare whole iterations (the benchmark's barrier and the call, "
+                             "the slowest rank's wall time; tutti-bench's iteration_us) instead "
+                             "of the call alone")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
     args = parser.parse_args()
@@ -53,6 +57,7 @@ def main():
     if not os.access(launcher, os.X_OK):
         parser.error(f"no launcher at {launcher}; pass --tuttirun")
 
+    column = "iteration_us" if args.per_iteration else "max_us"
     medians = {}
     for r in range(args.rounds):
         order = labelled[r % len(labelled):] + labelled[:r % len(labelled)]
@@ -69,12 +74,16 @@ def main():
                 if done.returncode != 0:
                     sys.exit(f"ab: {' '.join(cmd)} failed with status {done.returncode}")
                 with open(out) as f:
-                    for row in csv.DictReader(f):
+                    reader = csv.DictReader(f)
+                    if column not in (reader.fieldnames or []):
+                        sys.exit(f"ab: {path} writes no {column} column (built before it?)")
+                    for row in reader:
                         key = (row["collective"], int(row["bytes"]))
                         medians.setdefault(key, {}).setdefault(name, []).append(
-                            float(row["max_us"]))
+                            float(row[column]))
     names = [n for n, _ in labelled]
-    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's mean, µs; "
+    what = ("wall time per whole iteration" if args.per_iteration else "mean")
+    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
           f"{args.ranks} ranks, bind {args.bind}")
     width = max(12, *(len(n) + 2 for n in names))
     print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))

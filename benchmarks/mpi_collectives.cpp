@@ -134,6 +134,7 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
         iterations = iterations_within_limit(s, iterations, slowest);
     }
     double seconds = 0;
+    const auto loop_start = clock_type::now();
     for (int i = 0; i < iterations; ++i) {
         auto& set = next_set(s, l, pool, next);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -141,8 +142,10 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
         call.run(set);
         seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
+    const std::chrono::duration<double> loop = clock_type::now() - loop_start;
     t.iterations = iterations;
     t.sample.mean_us = seconds / iterations * 1e6;
+    t.sample.iteration_us = loop.count() / iterations * 1e6;
     return t;
 }
 
@@ -192,7 +195,8 @@ int run(const settings& s, const std::string& transport, const std::vector<std::
             const bench_call call(l);
             const auto t = time_size(call, pool, l, s);
             std::vector<rank_sample> samples(lead ? static_cast<std::size_t>(size) : 0);
-            MPI_Gather(&t.sample, 2, MPI_DOUBLE, samples.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            MPI_Gather(&t.sample, sample_doubles, MPI_DOUBLE, samples.data(), sample_doubles,
+                       MPI_DOUBLE, 0, MPI_COMM_WORLD);
             if (lead) {
                 row r{.implementation = implementation,
                       .label = s.label.empty() ? implementation : s.label,
@@ -230,7 +234,6 @@ int run(const settings& s, const std::string& transport, const std::vector<std::
 
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
-    static_assert(sizeof(rank_sample) == 2 * sizeof(double), "rank_sample travels as 2 doubles");
     settings s;
     std::string transport = "default";
     CLI::App app{"mpi_collectives: the MPI reference for tutti-bench; the same options, the same "

@@ -220,6 +220,7 @@ tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
         iterations = iterations_within_limit(s, iterations, slowest[0]);
     }
     double seconds = 0;
+    const auto loop_start = clock_type::now();
     for (int i = 0; i < iterations; ++i) {
         auto& set = next_set(s, l, pool, next);
         co_await tutti::barrier(world);
@@ -227,8 +228,10 @@ tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
         co_await make_call(set);
         seconds += std::chrono::duration<double>(clock_type::now() - start).count();
     }
+    const std::chrono::duration<double> loop = clock_type::now() - loop_start;
     t.iterations = iterations;
     t.sample.mean_us = seconds / iterations * 1e6;
+    t.sample.iteration_us = loop.count() / iterations * 1e6;
     co_return t;
 }
 

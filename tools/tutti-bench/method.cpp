@@ -373,9 +373,10 @@ std::string check(const layout& l, const buffer_set& b) {
 }
 
 void summarize(row& r, std::span<const rank_sample> samples, bool validated) {
-    double sum = 0, low = std::numeric_limits<double>::infinity(), high = 0;
+    double sum = 0, low = std::numeric_limits<double>::infinity(), high = 0, iteration = 0;
     bool failed = false;
     for (const auto& s : samples) {
+        iteration = std::max(iteration, s.iteration_us);
         sum += s.mean_us;
         low = std::min(low, s.mean_us);
         high = std::max(high, s.mean_us);
@@ -385,6 +386,7 @@ void summarize(row& r, std::span<const rank_sample> samples, bool validated) {
     r.min_us = samples.empty() ? 0 : low;
     r.max_us = high;
     r.algbw_gbps = high > 0 ? static_cast<double>(r.bytes) / high / 1e3 : 0;
+    r.iteration_us = iteration;
     r.valid = validated ? (failed ? "NO" : "yes") : "-";
 }
 

@@ -37,7 +37,9 @@ inline constexpr std::size_t mib = 1024 * kib;
 struct settings {
     std::vector<tutti::collective> collectives;
     std::vector<std::size_t> sizes;
-    int max_iterations = 1000;
+    // OSU's count for small messages: 1000 calls of 0.2 µs take 0.2 ms, too
+    // short to average out this machine's noise (docs/benchmarks.md).
+    int max_iterations = 10000;
     int min_iterations = 10;
     // Timed iterations move about this many bytes per size (fewer calls for
     // large sizes), within [min_iterations, max_iterations].
@@ -133,12 +135,17 @@ buffer_set& next_set(const settings& s, const layout& l, std::vector<buffer_set>
 // right; otherwise where it first differs.
 std::string check(const layout& l, const buffer_set& b);
 
-// A rank's contribution to a row: its mean call time and whether its check
-// failed (when validation ran).
+// A rank's contribution to a row: its mean call time, its wall time per
+// timed iteration (the barrier before the call, the call and the loop), and
+// whether its check failed (when validation ran). Doubles only: the MPI
+// reference gathers it as sample_doubles MPI_DOUBLEs.
 struct rank_sample {
     double mean_us = 0;
+    double iteration_us = 0;
     double failed = 0;
 };
+inline constexpr int sample_doubles = sizeof(rank_sample) / sizeof(double);
+static_assert(sizeof(rank_sample) == sample_doubles * sizeof(double));
 
 struct row {
     std::string implementation;
@@ -156,6 +163,11 @@ struct row {
     double min_us = 0;
     double max_us = 0;
     double algbw_gbps = 0;
+    // The slowest rank's wall time per timed iteration. Where a call's
+    // ranks leave it apart, the next barrier absorbs the gap, so the
+    // latency of a call alone can flatter one implementation and this
+    // cannot (docs/benchmarks.md).
+    double iteration_us = 0;
     std::string valid; // "yes", "NO", or "-" when not checked
 };
 

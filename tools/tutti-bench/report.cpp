@@ -43,6 +43,7 @@ nlohmann::json to_json(const row& r) {
             {"min_us", r.min_us},
             {"max_us", r.max_us},
             {"algbw_GBps", r.algbw_gbps},
+            {"iteration_us", r.iteration_us},
             {"valid", r.valid}};
 }
 
@@ -74,31 +75,34 @@ void report::write_csv() const {
         text += std::string(i ? "," : "") + csv_columns[i];
     text += '\n';
     for (const auto& r : rows_)
-        text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.6f},{}\n",
-                            csv_field(r.implementation), csv_field(r.label), csv_field(r.transport),
-                            r.collective, csv_field(r.algorithm), csv_field(r.chosen), r.ranks,
-                            r.bytes, r.iterations, r.warmup, r.buffers, r.avg_us, r.min_us,
-                            r.max_us, r.algbw_gbps, r.valid);
+        text += fmt::format(
+            "{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.6f},{:.4f},{}\n",
+            csv_field(r.implementation), csv_field(r.label), csv_field(r.transport), r.collective,
+            csv_field(r.algorithm), csv_field(r.chosen), r.ranks, r.bytes, r.iterations, r.warmup,
+            r.buffers, r.avg_us, r.min_us, r.max_us, r.algbw_gbps, r.iteration_us, r.valid);
     write_file(settings_.csv, text);
 }
 
 void report::begin() {
     write_csv();
     if (!settings_.json.empty()) write_file(settings_.json, "");
-    fmt::print("# {}: {} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
-               "calls,\n# average/min/max over ranks; algbw = bytes / max\n",
-               info_.tool, info_.implementation, info_.transport, info_.ranks, info_.launch);
-    fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12}{:>12}{:>12}{:>10}{:>7}\n", "collective", "algorithm",
-               "bytes", "iters", "avg_us", "min_us", "max_us", "GB/s", "valid");
+    fmt::print(
+        "# {}: {} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
+        "calls,\n# average/min/max over ranks; algbw = bytes / max; iter = the slowest rank's wall "
+        "time per\n# timed iteration (the benchmark's barrier, the call, the loop)\n",
+        info_.tool, info_.implementation, info_.transport, info_.ranks, info_.launch);
+    fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>7}\n", "collective",
+               "algorithm", "bytes", "iters", "avg_us", "min_us", "max_us", "GB/s", "iter_us",
+               "valid");
     std::fflush(stdout);
 }
 
 void report::add(const row& r) {
     const std::string algorithm =
         r.chosen.empty() || r.chosen == r.algorithm ? r.algorithm : r.algorithm + ":" + r.chosen;
-    fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12.2f}{:>12.2f}{:>12.2f}{:>10.3f}{:>7}\n", r.collective,
-               algorithm, human_bytes(r.bytes), r.iterations, r.avg_us, r.min_us, r.max_us,
-               r.algbw_gbps, r.valid);
+    fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12.2f}{:>12.2f}{:>12.2f}{:>10.3f}{:>10.2f}{:>7}\n",
+               r.collective, algorithm, human_bytes(r.bytes), r.iterations, r.avg_us, r.min_us,
+               r.max_us, r.algbw_gbps, r.iteration_us, r.valid);
     std::fflush(stdout);
     rows_.push_back(r);
     write_csv();

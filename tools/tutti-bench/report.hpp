@@ -14,9 +14,9 @@ namespace tutti_bench {
 
 // The CSV columns, in order (the JSON rows use the same keys).
 inline constexpr const char* csv_columns[] = {
-    "implementation", "label",  "transport",  "collective", "algorithm", "chosen",
-    "ranks",          "bytes",  "iterations", "warmup",     "buffers",   "avg_us",
-    "min_us",         "max_us", "algbw_GBps", "valid"};
+    "implementation", "label",  "transport",  "collective",   "algorithm", "chosen",
+    "ranks",          "bytes",  "iterations", "warmup",       "buffers",   "avg_us",
+    "min_us",         "max_us", "algbw_GBps", "iteration_us", "valid"};
 
 // Describes the run for the JSON file's head.
 struct run_info {

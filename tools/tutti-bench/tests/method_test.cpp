@@ -49,7 +49,9 @@ TEST_CASE("layouts: bytes are the largest buffer, blocks are whole and non-empty
 
 TEST_CASE("schedule: the budget sets the count within its bounds; the time limit cuts it") {
     settings s;
-    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 8, 2, 0, 0)) == 1000);
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 8, 2, 0, 0)) == 10000);
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 16 * kib, 2, 0, 0)) == 10000);
+    CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 64 * kib, 2, 0, 0)) == 4096);
     CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, mib, 2, 0, 0)) == 256);
     CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 64 * mib, 2, 0, 0)) == 10);
     CHECK(warmup_iterations(s, 1000) == 100);

@@ -19,7 +19,7 @@ COLLECTIVES = ["barrier", "broadcast", "reduce", "all_reduce", "gather", "scatte
                "all_gather", "all_to_all", "all_to_allv", "reduce_scatter", "scan", "exscan"]
 COLUMNS = ["implementation", "label", "transport", "collective", "algorithm", "chosen", "ranks",
            "bytes", "iterations", "warmup", "buffers", "avg_us", "min_us", "max_us",
-           "algbw_GBps", "valid"]
+           "algbw_GBps", "iteration_us", "valid"]
 SIZES = "8,1K,256K"  # eager, chunked and (from 256 KiB) single-copy paths of shm
 
 
@@ -91,6 +91,10 @@ def main():
             low, mean, high = float(row["min_us"]), float(row["avg_us"]), float(row["max_us"])
             if not 0 < low <= mean <= high:
                 fail(f"{row['collective']}: min/avg/max {low}/{mean}/{high} out of order")
+            # A whole iteration holds the timed call (and a barrier).
+            if not float(row["iteration_us"]) >= high:
+                fail(f"{row['collective']}: iteration {row['iteration_us']} µs shorter than "
+                     f"its call's {high}")
             if row["collective"] != "barrier" and float(row["algbw_GBps"]) <= 0:
                 fail(f"{row['collective']}: no bandwidth")
             if not row["chosen"]:
