@@ -172,8 +172,7 @@ long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* lim
 // membarrier(GLOBAL_EXPEDITED) runs a barrier on every running thread of
 // every registered process, and the sender's side is a compiler barrier.
 // Where the kernel lacks it, every rank fences (all ranks must agree, see
-// setup()). A one-line message fences anyway, for another reason
-// (write_now); multi-cell messages and control cells do not.
+// setup()).
 bool can_use_membarrier() {
     static const bool ok = [] {
         const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -495,7 +494,6 @@ private:
     bool has_space(int dest);
     void write_cell(int dest, const cell_header& h, const std::byte* payload);
     void ring_bell(int peer);
-    void wake_if_sleeping(int peer);
     std::size_t pump(int dest);
     std::size_t drain(int src);
     void handle_data(int src, const cell_header& h, const std::byte* payload);
@@ -886,23 +884,12 @@ bool endpoint::write_now(int dest, const message_header& header, std::span<const
     write_cell(dest, h, data.data());
     ++counters_.eager;
     ++counters_.message_cells;
-    // A one-line message (at most 16 bytes: barriers, small reductions)
-    // waits here until its cell has reached the receiver's side. Without
-    // the stall, the rank that arrives last at an exchange reads its peer's
-    // message while its own store drains, and leaves one line transfer
-    // before the peer, which must lose the line and fetch it back. Arriving
-    // first at the next call, that rank then waits for the other, and the
-    // roles lock: one rank carries the transfer twice in every call
-    // (docs/performance.md, eleventh session). With it both leave together.
-    // Larger cells go on at once: a fence would wait for their whole
-    // payload to drain, which the sender overlaps with its next copy. The
-    // fence is also the sender's half of the doorbell handshake.
-    if (h.type == cell_type::small) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        wake_if_sleeping(dest);
-    } else {
-        ring_bell(dest);
-    }
+    // No fence: the sender goes on while its cell drains. A fence here made
+    // an exchange's ranks leave together, but per whole iteration of the
+    // benchmark (its barrier and the call) it cost the exchanges 0.03–0.09
+    // µs and gained the rooted calls nothing: it only moved their time into
+    // the barrier (docs/performance.md, eighteenth session).
+    ring_bell(dest);
     return true;
 }
 
@@ -990,11 +977,6 @@ void endpoint::write_cell(int dest, const cell_header& h, const std::byte* paylo
 // its flag, against its flag write before reading our rings (await_activity).
 void endpoint::ring_bell(int peer) {
     sender_fence(asymmetric_fences_);
-    wake_if_sleeping(peer);
-}
-
-// The rest of ring_bell, for a sender that fenced already.
-void endpoint::wake_if_sleeping(int peer) {
     auto& b = block(peer);
     if (std::atomic_ref(b.sleeping).load(std::memory_order_relaxed) == 0) return;
     std::atomic_ref(b.bell).fetch_add(1, std::memory_order_release);
