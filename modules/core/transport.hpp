@@ -104,6 +104,8 @@ public:
     // try_recv(). A transport may hand the message over as it arrives
     // instead of queueing it first (shared memory does, through
     // mailbox::await_here). Only for transports whose try_recv is supported.
+    // Unsupported (having done nothing) for a receive the transport would
+    // not hand over as it arrives: the caller posts it instead.
     virtual try_result poll_recv(const message_header& expected, std::span<std::byte> into) {
         progress();
         return try_recv(expected, into);

@@ -1399,9 +1399,12 @@ std::size_t endpoint::retry_unclaimed(bool stage_all) {
 }
 
 // The receive waits in the mailbox for this round only, so the message is
-// copied once, from its cell, with no queue entry in between.
+// copied once, from its cell, with no queue entry in between. A message of
+// more than one cell would be staged whole and then copied: such a receive
+// is better posted, and handle_data copies each cell into it.
 transport::try_result endpoint::poll_recv(const message_header& expected,
                                           std::span<std::byte> into) {
+    if (into.size() > payload_capacity()) return try_result::unsupported;
     mailbox::awaited_receive here{.expected = expected, .into = into, .done = false, .failed = {}};
     mailbox_.await_here(&here);
     try {

@@ -834,6 +834,55 @@ TEST_CASE("shm: try_send writes a message at once or sends nothing") {
     });
 }
 
+// A small receive polls for its message rather than posting (call_context's
+// receive_now): a message of one cell must go from the cell straight into
+// it, and a longer one must be left for a posted receive, which takes each
+// cell as it comes instead of a staged copy of the whole.
+TEST_CASE("shm: poll_recv takes a one-cell message from its cell and refuses a longer receive") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        const std::size_t cell = t->cell_bytes() - 64; // one cell's payload
+        auto filled = [](std::size_t bytes, std::uint64_t message) {
+            std::vector<std::byte> v(bytes);
+            for (std::size_t i = 0; i < bytes; ++i)
+                v[i] = pattern(message, i);
+            return v;
+        };
+        if (t->rank() == 0) {
+            const auto one = filled(cell, 1), longer = filled(cell + 1, 2);
+            boot.barrier(); // rank 1 polls from now on
+            auto first = t->isend(1, header_for(0, 1, one.size()), one);
+            auto second = t->isend(1, header_for(0, 2, longer.size()), longer);
+            drive(*t, io, [&]() -> task<void> {
+                co_await first->wait();
+                co_await second->wait();
+            }());
+            boot.barrier();
+        } else {
+            std::vector<std::byte> into(cell), wide(cell + 1);
+            expect(t->poll_recv(header_for(0, 2, wide.size()), wide) ==
+                       transport::try_result::unsupported,
+                   "a receive longer than a cell was polled");
+            boot.barrier();
+            const auto copied = mailbox::payloads_copied_to_heap();
+            transport::try_result got = transport::try_result::not_yet;
+            for (int round = 0; round < 10'000'000 && got == transport::try_result::not_yet;
+                 ++round)
+                got = t->poll_recv(header_for(0, 1, into.size()), into);
+            expect(got == transport::try_result::received, "the one-cell message never came");
+            expect(into == filled(cell, 1), "the one-cell message arrived wrong");
+            expect(mailbox::payloads_copied_to_heap() == copied,
+                   "the one-cell message was queued before it reached the receive");
+            drive(*t, io, [&]() -> task<void> {
+                co_await t->irecv(header_for(0, 2, wide.size()), wide)->wait();
+            }());
+            expect(wide == filled(cell + 1, 2), "the longer message arrived wrong");
+            boot.barrier();
+        }
+    });
+}
+
 TEST_CASE("shm: a rank that closes its transport early does not disturb the others") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
