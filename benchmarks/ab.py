@@ -12,6 +12,12 @@ before rebuilding (tutti-bench links libtutti statically):
     ... change, rebuild ...
     python3 benchmarks/ab.py --ranks 2 --bind core -c all_reduce,barrier -m 8 \\
         before=/tmp/before after=build/tools/tutti-bench/tutti-bench
+
+This machine switches between a quick and a slow mode every few minutes
+(one cache line between the two cores: about 55 or 250 ns), and every
+small-message figure moves with it. With --calm-below 80, a round runs only
+when build/benchmarks/line_bounce reads below 80 ns, and counts only when
+it still does after the round.
 """
 
 import argparse
@@ -21,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def main():
@@ -42,6 +49,10 @@ def main():
                              "of the call alone")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
+    parser.add_argument("--calm-below", type=float, default=None, metavar="NS",
+                        help="keep only rounds that the line bounce (build/benchmarks/"
+                             "line_bounce) reads below NS ns before and after; wait while "
+                             "it does not")
     args = parser.parse_args()
 
     labelled = []
@@ -57,10 +68,32 @@ def main():
     if not os.access(launcher, os.X_OK):
         parser.error(f"no launcher at {launcher}; pass --tuttirun")
 
+    bouncer = os.path.join(here, "..", "build", "benchmarks", "line_bounce")
+    if args.calm_below is not None and not os.access(bouncer, os.X_OK):
+        parser.error(f"--calm-below needs {bouncer} (build it with ninja -C build)")
+
+    def line_ns():
+        out = subprocess.run([bouncer], capture_output=True, text=True, check=True).stdout
+        return float(out.split()[-2])
+
+    def wait_until_calm():
+        for _ in range(60):
+            ns = line_ns()
+            if ns < args.calm_below:
+                return
+            print(f"ab: line bounce {ns:.0f} ns, not below {args.calm_below:g}: waiting",
+                  file=sys.stderr)
+            time.sleep(10)
+        sys.exit("ab: the machine stayed in its slow mode for ten minutes")
+
     column = "iteration_us" if args.per_iteration else "max_us"
     medians = {}
-    for r in range(args.rounds):
+    r = discarded = 0
+    while r < args.rounds:
+        if args.calm_below is not None:
+            wait_until_calm()
         order = labelled[r % len(labelled):] + labelled[:r % len(labelled)]
+        taken = {}
         for name, path in order:
             print(f"ab: round {r + 1} of {args.rounds}: {name}", file=sys.stderr)
             with tempfile.TemporaryDirectory() as tmp:
@@ -79,12 +112,23 @@ def main():
                         sys.exit(f"ab: {path} writes no {column} column (built before it?)")
                     for row in reader:
                         key = (row["collective"], int(row["bytes"]))
-                        medians.setdefault(key, {}).setdefault(name, []).append(
-                            float(row[column]))
+                        taken.setdefault(key, {})[name] = float(row[column])
+        if args.calm_below is not None and (ns := line_ns()) >= args.calm_below:
+            discarded += 1
+            print(f"ab: line bounce {ns:.0f} ns after the round: round dropped", file=sys.stderr)
+            if discarded > 4 * args.rounds:
+                sys.exit("ab: too many rounds dropped; the machine is not calm enough")
+            continue
+        for key, by_name in taken.items():
+            for name, value in by_name.items():
+                medians.setdefault(key, {}).setdefault(name, []).append(value)
+        r += 1
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
+    calm = (f"; rounds kept while a line bounced below {args.calm_below:g} ns "
+            f"({discarded} dropped)" if args.calm_below is not None else "")
     print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
-          f"{args.ranks} ranks, bind {args.bind}")
+          f"{args.ranks} ranks, bind {args.bind}{calm}")
     width = max(12, *(len(n) + 2 for n in names))
     print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
     for key in sorted(medians):
