@@ -164,9 +164,9 @@ struct row {
     double max_us = 0;
     double algbw_gbps = 0;
     // The slowest rank's wall time per timed iteration. Where a call's
-    // ranks leave it apart, the next barrier absorbs the gap, so the
-    // latency of a call alone can flatter one implementation and this
-    // cannot (docs/benchmarks.md).
+    // ranks leave it apart, the next barrier absorbs the gap: the latency
+    // of a call alone can flatter an implementation, while this counts the
+    // barrier and the call together (docs/benchmarks.md).
     double iteration_us = 0;
     std::string valid; // "yes", "NO", or "-" when not checked
 };
