@@ -50,9 +50,9 @@ def main():
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
     parser.add_argument("--calm-below", type=float, default=None, metavar="NS",
-                        help="keep only rounds that the line bounce (build/benchmarks/"
-                             "line_bounce) reads below NS ns before and after; wait while "
-                             "it does not")
+                        help="keep only rounds that the line bounce (benchmarks/line_bounce "
+                             "of the launcher's build) reads below NS ns before and after; "
+                             "wait while it does not")
     args = parser.parse_args()
 
     labelled = []
@@ -68,7 +68,9 @@ def main():
     if not os.access(launcher, os.X_OK):
         parser.error(f"no launcher at {launcher}; pass --tuttirun")
 
-    bouncer = os.path.join(here, "..", "build", "benchmarks", "line_bounce")
+    # From the launcher's build directory (build/tools/tuttirun/tuttirun).
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launcher))))
+    bouncer = os.path.join(build, "benchmarks", "line_bounce")
     if args.calm_below is not None and not os.access(bouncer, os.X_OK):
         parser.error(f"--calm-below needs {bouncer} (build it with ninja -C build)")
 
