@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <span>
 
-#include <boost/container/small_vector.hpp>
+#include <algorithm>
+#include <array>
+#include <vector>
 
 #include "core/collective.hpp"
 #include "core/reduction.hpp"
@@ -17,9 +19,40 @@ namespace tutti {
 namespace detail {
 // Sizes per rank that a call derives (byte counts and offsets from a
 // caller's element counts, where blocks start): inline up to 33 numbers, so
-// that a call on up to 8 ranks (32 for one number per rank) allocates
-// nothing for them. Kept in the call object where the arguments point to it.
-using per_rank_sizes = boost::container::small_vector<std::size_t, 33>;
+// that a call on up to 8 ranks (4 numbers per rank) allocates nothing for
+// them. Kept in the call object where the arguments point to it, so it is
+// moved only before it is sized. Not boost's small_vector: its generic resize
+// and its element-wise move took about 250 instructions per 2-rank
+// all_to_allv, two thirds of the call's front end (docs/performance.md,
+// nineteenth session).
+class per_rank_sizes {
+public:
+    per_rank_sizes() noexcept {} // the inline numbers unset: each is written before it is read
+    per_rank_sizes(per_rank_sizes&& other) noexcept
+        : size_(other.size_), heap_(std::move(other.heap_)) {
+        if (size_ <= inline_count) std::copy_n(other.local_.data(), size_, local_.data());
+    }
+    per_rank_sizes& operator=(per_rank_sizes&&) = delete;
+
+    // n numbers, not set: the caller writes each.
+    std::span<std::size_t> resize(std::size_t n) {
+        if (n > inline_count) heap_.resize(n);
+        size_ = n;
+        return {data(), n};
+    }
+    std::size_t* data() noexcept { return size_ > inline_count ? heap_.data() : local_.data(); }
+    const std::size_t* data() const noexcept {
+        return size_ > inline_count ? heap_.data() : local_.data();
+    }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t operator[](std::size_t i) const noexcept { return data()[i]; }
+
+private:
+    static constexpr std::size_t inline_count = 33;
+    std::size_t size_ = 0;
+    std::array<std::size_t, inline_count> local_;
+    std::vector<std::size_t> heap_;
+};
 } // namespace detail
 
 struct barrier_args {

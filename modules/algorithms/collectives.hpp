@@ -483,8 +483,7 @@ auto all_to_allv(detail::call_communicator comm, const In& send,
                                                 "{} ranks; give one of each per rank",
                                                 send_counts.size(), recv_counts.size(), n));
             // Byte counts and offsets: send's, then recv's.
-            layout.resize(4 * n);
-            const std::span<std::size_t> all(layout.data(), layout.size());
+            const std::span<std::size_t> all = layout.resize(4 * n);
             const auto sc = all.subspan(0, n);
             const auto so = all.subspan(n, n);
             const auto rc = all.subspan(2 * n, n);
@@ -650,9 +649,10 @@ auto reduce_scatter(detail::call_communicator comm, const In& send, Out& recv, O
                                     fmt::format("the send buffer holds {} elements; {} ranks "
                                                 "receiving {} each need {}",
                                                 std::ranges::size(send), n, block, block * n));
-            counts.assign(n, block);
-            return detail::prepare_reduce_scatter(
-                comm, send, recv, std::span<const std::size_t>(counts.data(), n), op, erased);
+            const auto each = counts.resize(n);
+            std::ranges::fill(each, block);
+            return detail::prepare_reduce_scatter(comm, send, recv,
+                                                  std::span<const std::size_t>(each), op, erased);
         });
 }
 

@@ -101,9 +101,11 @@ std::span<T> blocks_of(std::span<T> buffer, std::size_t block, int first, int n 
 // [offsets[i], offsets[i + 1]), and offsets.back() is the total.
 inline detail::per_rank_sizes prefix_offsets(std::span<const std::size_t> counts,
                                              std::size_t element) {
-    detail::per_rank_sizes offsets(counts.size() + 1, 0);
+    detail::per_rank_sizes offsets;
+    const auto o = offsets.resize(counts.size() + 1);
+    o[0] = 0;
     for (std::size_t i = 0; i < counts.size(); ++i)
-        offsets[i + 1] = offsets[i] + counts[i] * element;
+        o[i + 1] = o[i] + counts[i] * element;
     return offsets;
 }
 

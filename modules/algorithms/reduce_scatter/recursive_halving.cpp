@@ -37,10 +37,17 @@ task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args&
     }
 
     // The first round keeps the largest range; later ones keep parts of it,
-    // so partial covers that range only, starting at byte `base`.
+    // so partial covers that range only, starting at byte `base`. Only the
+    // rounds before the last write to it.
     const int first_keep = (r & (p / 2)) == 0 ? 0 : p / 2;
     const std::size_t base = offset[first_keep];
-    scratch<> partial(offset[first_keep + p / 2] - base), incoming(partial.size());
+    const std::size_t first_kept = offset[first_keep + p / 2] - base;
+    const bool one_round = p == 2;
+    // The last round's block arrives in recv and is combined there, unless
+    // recv overlaps the send buffer, which a single round still reads.
+    const bool last_into_recv = !one_round || !overlapping(a.send, a.recv);
+    scratch<> partial(one_round ? 0 : first_kept),
+        incoming(one_round && last_into_recv ? 0 : first_kept);
     auto partial_at = [&](int b) { return partial.data() + (offset[b] - base); };
     auto send_at = [&](int b) { return a.send.data() + offset[b]; };
     bool first = true;
@@ -53,17 +60,18 @@ task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args&
         const int give = keep_lower ? lo + mask : lo;
         const std::size_t keep_bytes = offset[keep + mask] - offset[keep];
         const std::size_t give_bytes = offset[give + mask] - offset[give];
-        const std::byte* outgoing = first ? send_at(give) : partial_at(give);
-        co_await ctx.send_recv(partner, std::span(outgoing, give_bytes), partner,
-                               incoming.span().first(keep_bytes), step);
         const bool last = mask == 1; // then keep == r
+        const std::byte* outgoing = first ? send_at(give) : partial_at(give);
+        const auto arriving =
+            last && last_into_recv ? a.recv.first(keep_bytes) : incoming.span().first(keep_bytes);
+        co_await ctx.send_recv(partner, std::span(outgoing, give_bytes), partner, arriving, step);
         std::byte* out = last ? a.recv.data() : partial_at(keep);
         const std::byte* own = first ? send_at(keep) : partial_at(keep);
         const std::size_t count = keep_bytes / element;
         if (partner < r)
-            a.op->combine(incoming.data(), own, out, count);
+            a.op->combine(arriving.data(), own, out, count);
         else
-            a.op->combine(own, incoming.data(), out, count);
+            a.op->combine(own, arriving.data(), out, count);
         first = false;
         lo = keep;
     }
