@@ -27,7 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from calm import calm_gate
 
 
 def main():
@@ -70,30 +71,14 @@ def main():
 
     # From the launcher's build directory (build/tools/tuttirun/tuttirun).
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launcher))))
-    bouncer = os.path.join(build, "benchmarks", "line_bounce")
-    if args.calm_below is not None and not os.access(bouncer, os.X_OK):
-        parser.error(f"--calm-below needs {bouncer} (build it with ninja -C build)")
-
-    def line_ns():
-        out = subprocess.run([bouncer], capture_output=True, text=True, check=True).stdout
-        return float(out.split()[-2])
-
-    def wait_until_calm():
-        for _ in range(60):
-            ns = line_ns()
-            if ns < args.calm_below:
-                return
-            print(f"ab: line bounce {ns:.0f} ns, not below {args.calm_below:g}: waiting",
-                  file=sys.stderr)
-            time.sleep(10)
-        sys.exit("ab: the machine stayed in its slow mode for ten minutes")
+    gate = calm_gate(build, args.calm_below, "ab") if args.calm_below is not None else None
 
     column = "iteration_us" if args.per_iteration else "max_us"
     medians = {}
-    r = discarded = 0
+    r = 0
     while r < args.rounds:
-        if args.calm_below is not None:
-            wait_until_calm()
+        if gate:
+            gate.wait()
         order = labelled[r % len(labelled):] + labelled[:r % len(labelled)]
         taken = {}
         for name, path in order:
@@ -115,11 +100,7 @@ def main():
                     for row in reader:
                         key = (row["collective"], int(row["bytes"]))
                         taken.setdefault(key, {})[name] = float(row[column])
-        if args.calm_below is not None and (ns := line_ns()) >= args.calm_below:
-            discarded += 1
-            print(f"ab: line bounce {ns:.0f} ns after the round: round dropped", file=sys.stderr)
-            if discarded > 4 * args.rounds:
-                sys.exit("ab: too many rounds dropped; the machine is not calm enough")
+        if gate and not gate.held(args.rounds):
             continue
         for key, by_name in taken.items():
             for name, value in by_name.items():
@@ -127,8 +108,7 @@ def main():
         r += 1
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
-    calm = (f"; rounds kept while a line bounced below {args.calm_below:g} ns "
-            f"({discarded} dropped)" if args.calm_below is not None else "")
+    calm = f"; {gate.describe()}" if gate else ""
     print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
           f"{args.ranks} ranks, bind {args.bind}{calm}")
     width = max(12, *(len(n) + 2 for n in names))

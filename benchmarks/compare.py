@@ -35,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 
+from calm import calm_gate
+
 # tutti-shared: tutti-bench --memory shared, its buffers allocated through
 # tutti (tutti::shared_allocator) so that peers copy out of their mapping.
 IMPLEMENTATIONS = ["tutti", "tutti-shared", "openmpi", "mpich"]
@@ -172,6 +174,10 @@ def main():
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the one checked call per size")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
+    parser.add_argument("--calm-below", type=float, default=None, metavar="NS",
+                        help="run a round only while a cache line bounces between the two "
+                             "cores in less than NS ns (benchmarks/line_bounce), and take it "
+                             "again if it stopped doing so during the round (see calm.py)")
     parser.add_argument("--csv", help="write the comparison table here")
     parser.add_argument("--raw", help="write every run's rows here (for tools/plot_bench.py)")
     parser.add_argument("extra", nargs=argparse.REMAINDER,
@@ -180,7 +186,9 @@ def main():
     extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = runner(args, find_build(root, args.build))
+    build = find_build(root, args.build)
+    r = runner(args, build)
+    gate = calm_gate(build, args.calm_below, "compare") if args.calm_below is not None else None
     implementations = []
     for impl in args.implementations.split(","):
         if impl not in IMPLEMENTATIONS:
@@ -200,18 +208,24 @@ def main():
     raw = []
     with tempfile.TemporaryDirectory(prefix="tutti-compare.") as tmp:
         csv_path = os.path.join(tmp, "run.csv")
-        for repeat in range(args.repeats):
+        repeat = 0
+        while repeat < args.repeats:
+            if gate:
+                gate.wait()
             print(f"compare: round {repeat + 1} of {args.repeats}", file=sys.stderr, flush=True)
+            rows = []
             for ranks in ranks_list:
                 shift = (repeat + ranks) % len(implementations)
                 for impl in implementations[shift:] + implementations[:shift]:
-                    for row in r.run(impl, ranks, program_args, csv_path):
-                        row["repeat"] = str(repeat)
-                        raw.append(row)
+                    rows += r.run(impl, ranks, program_args, csv_path)
             if args.memcpy:
-                for row in r.run("tutti", 1, ["--memcpy", "-m", args.sizes] + extra, csv_path):
-                    row["repeat"] = str(repeat)
-                    raw.append(row)
+                rows += r.run("tutti", 1, ["--memcpy", "-m", args.sizes] + extra, csv_path)
+            if gate and not gate.held(args.repeats):
+                continue
+            for row in rows:
+                row["repeat"] = str(repeat)
+            raw += rows
+            repeat += 1
 
     wrong = [x for x in raw if x.get("valid") == "NO"]
     for x in wrong:
@@ -278,7 +292,7 @@ def main():
           f"# ratio = tutti / best MPI (below 1: tutti faster); shared = the same for tutti-shared "
           f"(buffers from tutti::shared_allocator); spread = slowest / fastest "
           f"tutti round;\n# iter = the same ratio for whole iterations (the benchmark's barrier "
-          f"and the call, slowest rank)")
+          f"and the call, slowest rank)" + (f"; {gate.describe()}" if gate else ""))
     widths = [15, 6, 9] + [16] * len(implementations) + [8] * (3 if shared else 2) + [11, 14, 8]
     if args.memcpy:
         widths += [12, 10]
