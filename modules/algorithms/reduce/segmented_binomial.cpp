@@ -6,7 +6,7 @@
 //               operations give the rank-ordered result)
 // Parameters:   segment length: at most the transport's segment_bytes
 //               capability (a shared-memory cell's payload, else 32 KiB),
-//               whole elements, equal segments, at least least_segments (8)
+//               whole elements, equal segments, at least least_segments (4)
 //               of at least least_segment_bytes (4 KiB) where the vector
 //               allows; longer when a vector would need more segments than a
 //               call has steps. segments_ahead (8 receives posted per child)
@@ -46,8 +46,11 @@ constexpr std::size_t default_segment_bytes = 32 * 1024;
 // A vector is cut into at least this many segments where each can still be
 // least_segment_bytes long: at 2 ranks over shared memory 16 KiB took 2.4 us
 // in 4 KiB segments, 3.0 in one piece, and 128 KiB 15.2 in 16 KiB segments,
-// 16.9 in one piece (docs/performance.md, seventeenth session).
-constexpr std::size_t least_segments = 8;
+// 16.9 in one piece (docs/performance.md, seventeenth session). Four, not
+// eight: a segment costs its receiver a fixed part too, and 128 and 192 KiB
+// took 13.9 and 16.9 us in 5 and 7 segments of a cell or nearly, 15.2 and
+// 19.7 in 8 (nineteenth session; 32-64 KiB the same either way).
+constexpr std::size_t least_segments = 4;
 constexpr std::size_t least_segment_bytes = 4 * 1024;
 // Receives posted ahead per child: enough to keep a link busy while this
 // rank combines, few enough to bound the scratch (segments_ahead segments
