@@ -17,7 +17,11 @@ This machine switches between a quick and a slow mode every few minutes
 (one cache line between the two cores: about 55 or 250 ns), and every
 small-message figure moves with it. With --calm-below 80, a round runs only
 when build/benchmarks/line_bounce reads below 80 ns, and counts only when
-it still does after the round.
+it still does after the round; --slow-above 180 keeps the slow mode's
+rounds instead.
+
+A NAME=PATH may be a script that runs tutti-bench with more options, to
+compare algorithms: `exec tutti-bench "$@" -a binomial`.
 """
 
 import argparse
@@ -54,6 +58,9 @@ def main():
                         help="keep only rounds that the line bounce (benchmarks/line_bounce "
                              "of the launcher's build) reads below NS ns before and after; "
                              "wait while it does not")
+    parser.add_argument("--slow-above", type=float, default=None, metavar="NS",
+                        help="the opposite, to study the slow mode: keep only rounds that the "
+                             "line bounce reads above NS ns before and after")
     args = parser.parse_args()
 
     labelled = []
@@ -71,7 +78,11 @@ def main():
 
     # From the launcher's build directory (build/tools/tuttirun/tuttirun).
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launcher))))
-    gate = calm_gate(build, args.calm_below, "ab") if args.calm_below is not None else None
+    if args.calm_below is not None and args.slow_above is not None:
+        parser.error("--calm-below and --slow-above exclude each other")
+    gate = (calm_gate(build, args.calm_below, "ab") if args.calm_below is not None else
+            calm_gate(build, args.slow_above, "ab", slow=True) if args.slow_above is not None
+            else None)
 
     column = "iteration_us" if args.per_iteration else "max_us"
     medians = {}

@@ -1,11 +1,12 @@
-"""Rounds of a benchmark taken only in the machine's quick mode.
+"""Rounds of a benchmark taken only in one of the machine's modes.
 
 This machine switches between a quick and a slow mode every few minutes
 (one cache line between the two cores: about 55 or 250 ns), and every
 small-message figure moves with it. benchmarks/line_bounce reads the mode;
-a calm_gate waits for the quick mode before a round and says after it
+a calm_gate waits for the wanted mode before a round and says after it
 whether the mode held, so that ab.py and compare.py keep only the rounds
-taken in one mode (--calm-below NS).
+taken in one mode: the quick one (--calm-below NS), or, to study the slow
+one, the slow one (ab.py --slow-above NS).
 """
 
 import os
@@ -15,34 +16,43 @@ import time
 
 
 class calm_gate:
-    def __init__(self, build, below_ns, who):
+    """Rounds while a line bounces below below_ns, or with slow=True above it."""
+
+    def __init__(self, build, below_ns, who, slow=False):
         self.bouncer = os.path.join(build, "benchmarks", "line_bounce")
         self.below_ns = below_ns
+        self.slow = slow
         self.who = who
         self.dropped = 0
         if not os.access(self.bouncer, os.X_OK):
-            sys.exit(f"{who}: --calm-below needs {self.bouncer} (build it with ninja -C {build})")
+            sys.exit(f"{who}: the mode gate needs {self.bouncer} (build it with ninja -C {build})")
 
     def line_ns(self):
         out = subprocess.run([self.bouncer], capture_output=True, text=True, check=True).stdout
         return float(out.split()[-2])
 
+    def wanted(self, ns):
+        return ns >= self.below_ns if self.slow else ns < self.below_ns
+
+    def wanted_words(self):
+        return f"{'above' if self.slow else 'below'} {self.below_ns:g}"
+
     def wait(self):
-        """Returns once a line bounces below the limit; exits after ten minutes."""
+        """Returns once the wanted mode holds; exits after ten minutes."""
         for _ in range(60):
             ns = self.line_ns()
-            if ns < self.below_ns:
+            if self.wanted(ns):
                 return
-            print(f"{self.who}: line bounce {ns:.0f} ns, not below {self.below_ns:g}: waiting",
+            print(f"{self.who}: line bounce {ns:.0f} ns, not {self.wanted_words()}: waiting",
                   file=sys.stderr)
             time.sleep(10)
-        sys.exit(f"{self.who}: the machine stayed in its slow mode for ten minutes")
+        sys.exit(f"{self.who}: the machine stayed out of the wanted mode for ten minutes")
 
     def held(self, rounds):
         """Whether the quick mode held through the round just taken; a round
         that it did not is counted as dropped (at most 4 * rounds of them)."""
         ns = self.line_ns()
-        if ns < self.below_ns:
+        if self.wanted(ns):
             return True
         self.dropped += 1
         print(f"{self.who}: line bounce {ns:.0f} ns after the round: round dropped",
@@ -52,5 +62,5 @@ class calm_gate:
         return False
 
     def describe(self):
-        return (f"rounds kept while a line bounced below {self.below_ns:g} ns "
+        return (f"rounds kept while a line bounced {self.wanted_words()} ns "
                 f"({self.dropped} dropped)")
