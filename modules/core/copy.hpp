@@ -20,4 +20,14 @@ namespace tutti {
 // Copies n bytes; the ranges must not overlap.
 void copy_bytes(void* to, const void* from, std::size_t n) noexcept;
 
+// The same with stores that bypass the caches (non-temporal), and a store
+// fence at the end, so that a flag written after it is seen after the bytes.
+// For memory that another core reads next and held last: ordinary stores
+// would first take each line back from that core, one round trip per line,
+// which where a line takes 250 ns between two cores (this machine's slow
+// mode, or two sockets) made a 2-rank reduce of 128 KiB through the
+// shared-memory cells 3.8 times as slow (docs/performance.md, nineteenth
+// session). Where lines move quickly the cached copy is as quick or quicker.
+void copy_bytes_streaming(void* to, const void* from, std::size_t n) noexcept;
+
 } // namespace tutti

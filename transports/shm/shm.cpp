@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -413,6 +415,9 @@ private:
         std::uint64_t head = 0;          // ours alone: we are the ring's only producer
         std::uint64_t cached_tail = 0;
         std::byte* ring = nullptr; // ring(rank_, dest), found once: every send writes to it
+        std::uint32_t streamed_cells_left = 0; // options::stores::adaptive
+        std::uint8_t slow_cells = 0;           // timed cells in a row that were slow
+        std::uint8_t cells_until_timing = 0;
     };
     // A message arriving in chunks: straight into its receive, or staged.
     struct partial {
@@ -493,6 +498,7 @@ private:
     std::size_t piece_for(int dest, const message_header& header, std::size_t bytes) const;
     bool has_space(int dest);
     void write_cell(int dest, const cell_header& h, const std::byte* payload);
+    void copy_into_cell(peer_out& o, std::byte* to, const std::byte* from, std::size_t bytes);
     void ring_bell(int peer);
     std::size_t pump(int dest);
     std::size_t drain(int src);
@@ -957,6 +963,51 @@ bool endpoint::has_space(int dest) {
     return o.head - o.cached_tail < geo_.depth;
 }
 
+// options::stores::adaptive: cells shorter than this are not timed (the two
+// kinds of stores cost alike there), and of longer ones one in
+// cells_per_timing (reading the clock twice costs ~50 ns here, 7 % of an
+// 8 KiB all_to_all). Two timed cells in a row written at fewer bytes per ns
+// than slow_cell_bytes_per_ns mean that the receiver's core holds the lines
+// far away, and so many cells then go by streaming stores before timing
+// starts again. Here cells took 8-64 bytes per ns in the quick mode (a few
+// in a thousand below 4: a preempted copy), 1-4 in the slow one (nineteenth
+// session): one slow cell alone would stream a sixth of a quick-mode reduce.
+constexpr std::size_t timed_cell_bytes = 4096;
+constexpr std::uint8_t cells_per_timing = 4;
+constexpr std::size_t slow_cell_bytes_per_ns = 4;
+constexpr std::uint8_t slow_cells_to_stream = 2;
+constexpr std::uint32_t streamed_cells_between_timings = 1024;
+
+void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
+                              std::size_t bytes) {
+    using stores = options::stores;
+    const bool stream = opts_.cell_stores == stores::streaming ||
+                        (opts_.cell_stores == stores::adaptive && o.streamed_cells_left > 0);
+    if (stream) {
+        if (o.streamed_cells_left > 0) --o.streamed_cells_left;
+        copy_bytes_streaming(to, from, bytes);
+        ++counters_.streamed_cells;
+        return;
+    }
+    // The first lap of a ring writes pages never touched before: their faults
+    // would read as a far core.
+    if (opts_.cell_stores == stores::cached || bytes < timed_cell_bytes || o.head < geo_.depth ||
+        o.cells_until_timing-- > 0) {
+        copy_bytes(to, from, bytes);
+        return;
+    }
+    o.cells_until_timing = cells_per_timing - 1;
+    const auto start = std::chrono::steady_clock::now();
+    copy_bytes(to, from, bytes);
+    const bool slow = std::chrono::steady_clock::now() - start >
+                      std::chrono::nanoseconds(bytes / slow_cell_bytes_per_ns);
+    o.slow_cells = slow ? o.slow_cells + 1 : 0;
+    if (o.slow_cells >= slow_cells_to_stream) {
+        o.slow_cells = 0;
+        o.streamed_cells_left = streamed_cells_between_timings;
+    }
+}
+
 void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {
     auto& o = out_[static_cast<std::size_t>(dest)];
     std::byte* c = cell_of(o.ring, o.head);
@@ -964,7 +1015,9 @@ void endpoint::write_cell(int dest, const cell_header& h, const std::byte* paylo
         std::memcpy(c, &h, stamp_offset);
         if (h.length) std::memcpy(c + small_offset, payload, h.length);
     } else {
-        if ((h.type == cell_type::data || h.type == cell_type::mapped) && h.length)
+        if (h.type == cell_type::data && h.length)
+            copy_into_cell(o, c + sizeof h, payload, h.length);
+        else if (h.type == cell_type::mapped && h.length)
             copy_bytes(c + sizeof h, payload, h.length);
         std::memcpy(c, &h, stamp_offset);
         std::memcpy(c + small_offset, &h.offset, small_bytes);
@@ -1674,6 +1727,20 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
+    if (const char* v = std::getenv("TUTTI_SHM_CELL_STORES"); v && *v) {
+        const std::string_view name(v);
+        if (name == "adaptive")
+            opts.cell_stores = options::stores::adaptive;
+        else if (name == "cached")
+            opts.cell_stores = options::stores::cached;
+        else if (name == "streaming")
+            opts.cell_stores = options::stores::streaming;
+        else
+            throw error(errc::invalid_argument,
+                        fmt::format("TUTTI_SHM_CELL_STORES='{}' is none of adaptive, cached, "
+                                    "streaming",
+                                    name));
+    }
 }
 
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,

@@ -107,6 +107,20 @@ struct options {
     // a segmented reduce, many in flight, took 1.7 times as long in pieces.
     // 0: messages fill whole cells.
     std::size_t pipeline_piece = 8 * 1024;
+    // How a sender writes message bytes into its cells, which its receiver
+    // read last. `cached`: ordinary stores, each of which first takes its
+    // line back from the receiver's core; quick where lines move between the
+    // cores in ~55 ns. `streaming`: stores that bypass the caches
+    // (copy_bytes_streaming), 3-4 times as quick from 16 KiB where a line
+    // takes ~250 ns (this machine's slow mode; two sockets), up to a quarter
+    // slower at 16-32 KiB where lines move quickly. `adaptive`: ordinary
+    // stores, one cell in four of at least 4 KiB timed; two timed cells in a
+    // row written slower than 4 bytes per ns switch that receiver's cells to
+    // streaming stores for the next 1024, after which timing starts again
+    // (docs/performance.md, nineteenth session).
+    // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
+    enum class stores { adaptive, cached, streaming };
+    stores cell_stores = stores::adaptive;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
 };
@@ -117,9 +131,11 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
 // TUTTI_SHM_SHARED_COPY_CHUNK and TUTTI_SHM_PIPELINE_PIECE, each a byte count
-// such as 16384 or 16K. Every
+// such as 16384 or 16K, and TUTTI_SHM_CELL_STORES (adaptive, cached or
+// streaming). Every
 // rank of a node must see the same cell size and depth (the segment's layout
-// is checked). A value that is not a byte count is a tutti::error.
+// is checked). A value that is not a byte count (or a kind of stores) is a
+// tutti::error.
 void apply_environment(options& opts);
 
 // How many messages took each path, for tests and tutti-info.
@@ -133,6 +149,7 @@ struct counters {
     std::uint64_t copies_shared = 0;  // single-copy receives whose sender was asked to help
     std::uint64_t chunks_helped = 0;  // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
+    std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
 };
 
 class transport : public tutti::transport {

@@ -544,6 +544,34 @@ TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces 
     });
 }
 
+TEST_CASE("shm: messages written into the cells with streaming stores arrive whole") {
+    using stores = shm::options::stores;
+    for (const auto kind : {stores::streaming, stores::cached, stores::adaptive}) {
+        CAPTURE(static_cast<int>(kind));
+        run_job_and_check(2, [kind](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.use_cma = false; // every message through the cells
+            opts.cell_stores = kind;
+            auto t = shm::create_transport(boot, io, opts);
+            // One cell, odd lengths, several cells, a message under the 4 KiB
+            // that adaptive stores leave to ordinary ones.
+            send_one_way(*t, io, {1000, 4097, 40001, 200003});
+            exchange_keeping_a_receive_posted(*t, io, {5000, 70001}, false);
+            const auto c = t->counters();
+            // Every cell of message bytes but the exchange's closing one-line
+            // message, which travels in the cell's header.
+            if (kind == stores::streaming)
+                expect(c.streamed_cells + 1 == c.message_cells && c.streamed_cells > 0,
+                       fmt::format("streaming: {} of {} cells streamed", c.streamed_cells,
+                                   c.message_cells));
+            if (kind == stores::cached)
+                expect(c.streamed_cells == 0,
+                       fmt::format("cached: {} cells streamed", c.streamed_cells));
+        });
+    }
+}
+
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
@@ -1229,4 +1257,16 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.pipeline_piece == 0);
     ::unsetenv("TUTTI_SHM_PIPELINE_PIECE");
+    ::setenv("TUTTI_SHM_CELL_STORES", "streaming", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cell_stores == shm::options::stores::streaming);
+    ::setenv("TUTTI_SHM_CELL_STORES", "fast", 1);
+    try {
+        shm::apply_environment(opts);
+        FAIL("an unknown kind of stores was accepted");
+    } catch (const tutti::error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("TUTTI_SHM_CELL_STORES='fast'") != std::string::npos);
+    }
+    ::unsetenv("TUTTI_SHM_CELL_STORES");
 }
