@@ -16,50 +16,17 @@ constexpr std::size_t small_copy = 2048;
 
 #if defined(__x86_64__)
 
-// Stores aligned to 32 bytes, loads wherever the source falls.
+// Stores aligned to 32 bytes, loads wherever the source falls; with
+// `streaming`, non-temporal stores (copy_bytes_streaming).
+template <bool streaming>
 __attribute__((target("avx2"))) void copy_avx2(unsigned char* to, const unsigned char* from,
                                                std::size_t n) noexcept {
-    const std::size_t head = (32 - (reinterpret_cast<std::uintptr_t>(to) & 31)) & 31;
-    std::memcpy(to, from, head);
-    to += head;
-    from += head;
-    n -= head;
-    for (; n >= 128; n -= 128, to += 128, from += 128) {
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
-        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 32));
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 64));
-        const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 96));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(to), a);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 32), b);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 64), c);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(to + 96), d);
-    }
-    std::memcpy(to, from, n);
-}
-
-// The same with SSE2, which every x86-64 has.
-void copy_sse2(unsigned char* to, const unsigned char* from, std::size_t n) noexcept {
-    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(to) & 15)) & 15;
-    std::memcpy(to, from, head);
-    to += head;
-    from += head;
-    n -= head;
-    for (; n >= 64; n -= 64, to += 64, from += 64) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 16));
-        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 32));
-        const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 48));
-        _mm_store_si128(reinterpret_cast<__m128i*>(to), a);
-        _mm_store_si128(reinterpret_cast<__m128i*>(to + 16), b);
-        _mm_store_si128(reinterpret_cast<__m128i*>(to + 32), c);
-        _mm_store_si128(reinterpret_cast<__m128i*>(to + 48), d);
-    }
-    std::memcpy(to, from, n);
-}
-
-// Non-temporal stores aligned to 32 bytes; the head and tail by memcpy.
-__attribute__((target("avx2"))) void stream_avx2(unsigned char* to, const unsigned char* from,
-                                                 std::size_t n) noexcept {
+    const auto store = [](unsigned char* at, __m256i v) __attribute__((target("avx2"))) {
+        if constexpr (streaming)
+            _mm256_stream_si256(reinterpret_cast<__m256i*>(at), v);
+        else
+            _mm256_store_si256(reinterpret_cast<__m256i*>(at), v);
+    };
     const std::size_t head = std::min((32 - (reinterpret_cast<std::uintptr_t>(to) & 31)) & 31, n);
     std::memcpy(to, from, head);
     to += head;
@@ -70,16 +37,23 @@ __attribute__((target("avx2"))) void stream_avx2(unsigned char* to, const unsign
         const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 32));
         const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 64));
         const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + 96));
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(to), a);
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(to + 32), b);
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(to + 64), c);
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(to + 96), d);
+        store(to, a);
+        store(to + 32, b);
+        store(to + 64, c);
+        store(to + 96, d);
     }
     std::memcpy(to, from, n);
 }
 
-// The same with SSE2.
-void stream_sse2(unsigned char* to, const unsigned char* from, std::size_t n) noexcept {
+// The same with SSE2, which every x86-64 has.
+template <bool streaming>
+void copy_sse2(unsigned char* to, const unsigned char* from, std::size_t n) noexcept {
+    const auto store = [](unsigned char* at, __m128i v) {
+        if constexpr (streaming)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(at), v);
+        else
+            _mm_store_si128(reinterpret_cast<__m128i*>(at), v);
+    };
     const std::size_t head = std::min((16 - (reinterpret_cast<std::uintptr_t>(to) & 15)) & 15, n);
     std::memcpy(to, from, head);
     to += head;
@@ -90,10 +64,10 @@ void stream_sse2(unsigned char* to, const unsigned char* from, std::size_t n) no
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 16));
         const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 32));
         const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 48));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to), a);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 16), b);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 32), c);
-        _mm_stream_si128(reinterpret_cast<__m128i*>(to + 48), d);
+        store(to, a);
+        store(to + 16, b);
+        store(to + 32, c);
+        store(to + 48, d);
     }
     std::memcpy(to, from, n);
 }
@@ -118,9 +92,9 @@ void copy_bytes(void* to, const void* from, std::size_t n) noexcept {
         auto* t = static_cast<unsigned char*>(to);
         const auto* f = static_cast<const unsigned char*>(from);
         if (has_avx2())
-            copy_avx2(t, f, n);
+            copy_avx2<false>(t, f, n);
         else
-            copy_sse2(t, f, n);
+            copy_sse2<false>(t, f, n);
         return;
     }
 #endif
@@ -132,9 +106,9 @@ void copy_bytes_streaming(void* to, const void* from, std::size_t n) noexcept {
     auto* t = static_cast<unsigned char*>(to);
     const auto* f = static_cast<const unsigned char*>(from);
     if (has_avx2())
-        stream_avx2(t, f, n);
+        copy_avx2<true>(t, f, n);
     else
-        stream_sse2(t, f, n);
+        copy_sse2<true>(t, f, n);
     _mm_sfence();
 #else
     if (n) std::memcpy(to, from, n);
