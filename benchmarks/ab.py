@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from calm import calm_gate
+from calm import add_mode_options, gate_from
 
 
 def main():
@@ -54,13 +54,7 @@ def main():
                              "of the call alone")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
-    parser.add_argument("--calm-below", type=float, default=None, metavar="NS",
-                        help="keep only rounds that the line bounce (benchmarks/line_bounce "
-                             "of the launcher's build) reads below NS ns before and after; "
-                             "wait while it does not")
-    parser.add_argument("--slow-above", type=float, default=None, metavar="NS",
-                        help="the opposite, to study the slow mode: keep only rounds that the "
-                             "line bounce reads above NS ns before and after")
+    add_mode_options(parser)
     args = parser.parse_args()
 
     labelled = []
@@ -78,11 +72,7 @@ def main():
 
     # From the launcher's build directory (build/tools/tuttirun/tuttirun).
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launcher))))
-    if args.calm_below is not None and args.slow_above is not None:
-        parser.error("--calm-below and --slow-above exclude each other")
-    gate = (calm_gate(build, args.calm_below, "ab") if args.calm_below is not None else
-            calm_gate(build, args.slow_above, "ab", slow=True) if args.slow_above is not None
-            else None)
+    gate = gate_from(args, build, "ab")
 
     column = "iteration_us" if args.per_iteration else "max_us"
     medians = {}

@@ -64,3 +64,24 @@ class calm_gate:
     def describe(self):
         return (f"rounds kept while a line bounced {self.wanted_words()} ns "
                 f"({self.dropped} dropped)")
+
+
+def add_mode_options(parser):
+    """--calm-below and --slow-above, for a script that runs rounds."""
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--calm-below", type=float, default=None, metavar="NS",
+                       help="run a round only while a cache line bounces between the two "
+                            "cores in less than NS ns (benchmarks/line_bounce), and take it "
+                            "again if it stopped doing so during the round")
+    modes.add_argument("--slow-above", type=float, default=None, metavar="NS",
+                       help="the opposite, to study the machine's slow mode: rounds only "
+                            "while the line bounce reads above NS ns")
+
+
+def gate_from(args, build, who):
+    """The calm_gate that add_mode_options' arguments ask for, or None."""
+    if args.calm_below is not None:
+        return calm_gate(build, args.calm_below, who)
+    if args.slow_above is not None:
+        return calm_gate(build, args.slow_above, who, slow=True)
+    return None

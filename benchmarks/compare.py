@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 
-from calm import calm_gate
+from calm import add_mode_options, gate_from
 
 # tutti-shared: tutti-bench --memory shared, its buffers allocated through
 # tutti (tutti::shared_allocator) so that peers copy out of their mapping.
@@ -174,13 +174,7 @@ def main():
     parser.add_argument("--no-validate", action="store_true",
                         help="skip the one checked call per size")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
-    parser.add_argument("--calm-below", type=float, default=None, metavar="NS",
-                        help="run a round only while a cache line bounces between the two "
-                             "cores in less than NS ns (benchmarks/line_bounce), and take it "
-                             "again if it stopped doing so during the round (see calm.py)")
-    parser.add_argument("--slow-above", type=float, default=None, metavar="NS",
-                        help="the opposite, to study the machine's slow mode: rounds only "
-                             "while the line bounce reads above NS ns")
+    add_mode_options(parser)
     parser.add_argument("--csv", help="write the comparison table here")
     parser.add_argument("--raw", help="write every run's rows here (for tools/plot_bench.py)")
     parser.add_argument("extra", nargs=argparse.REMAINDER,
@@ -191,11 +185,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = find_build(root, args.build)
     r = runner(args, build)
-    if args.calm_below is not None and args.slow_above is not None:
-        parser.error("--calm-below and --slow-above exclude each other")
-    gate = (calm_gate(build, args.calm_below, "compare") if args.calm_below is not None else
-            calm_gate(build, args.slow_above, "compare", slow=True)
-            if args.slow_above is not None else None)
+    gate = gate_from(args, build, "compare")
     implementations = []
     for impl in args.implementations.split(","):
         if impl not in IMPLEMENTATIONS:
