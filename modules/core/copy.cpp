@@ -80,6 +80,17 @@ bool has_avx2() noexcept {
     return yes;
 }
 
+// The widest of the two loops this processor runs.
+template <bool streaming>
+void copy_widest(void* to, const void* from, std::size_t n) noexcept {
+    auto* t = static_cast<unsigned char*>(to);
+    const auto* f = static_cast<const unsigned char*>(from);
+    if (has_avx2())
+        copy_avx2<streaming>(t, f, n);
+    else
+        copy_sse2<streaming>(t, f, n);
+}
+
 #endif
 
 } // namespace
@@ -89,12 +100,7 @@ void copy_bytes(void* to, const void* from, std::size_t n) noexcept {
     const auto skew =
         (reinterpret_cast<std::uintptr_t>(to) - reinterpret_cast<std::uintptr_t>(from)) & 63;
     if (n >= small_copy && skew != 0) {
-        auto* t = static_cast<unsigned char*>(to);
-        const auto* f = static_cast<const unsigned char*>(from);
-        if (has_avx2())
-            copy_avx2<false>(t, f, n);
-        else
-            copy_sse2<false>(t, f, n);
+        copy_widest<false>(to, from, n);
         return;
     }
 #endif
@@ -103,12 +109,7 @@ void copy_bytes(void* to, const void* from, std::size_t n) noexcept {
 
 void copy_bytes_streaming(void* to, const void* from, std::size_t n) noexcept {
 #if defined(__x86_64__)
-    auto* t = static_cast<unsigned char*>(to);
-    const auto* f = static_cast<const unsigned char*>(from);
-    if (has_avx2())
-        copy_avx2<true>(t, f, n);
-    else
-        copy_sse2<true>(t, f, n);
+    copy_widest<true>(to, from, n);
     _mm_sfence();
 #else
     if (n) std::memcpy(to, from, n);
