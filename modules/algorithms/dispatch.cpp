@@ -50,7 +50,9 @@ void add_communicator(call_signature& signature, const communicator& comm) {
     }
     const auto& transport = comm.transport();
     signature.transport = transport.name();
-    signature.single_copy = transport.capabilities().single_copy;
+    const auto capabilities = transport.capabilities();
+    signature.single_copy = capabilities.single_copy;
+    signature.line_ns = capabilities.line_ns;
 }
 
 namespace {
@@ -71,10 +73,12 @@ struct choice_key {
     friend bool operator==(const choice_key&, const choice_key&) = default;
 };
 
-// A field added to call_signature must be added to the key too. This check
-// catches an addition that changes the signature's size; a small field that
-// fits in existing padding (a bool after node_consecutive) it does not.
-static_assert(sizeof(call_signature) == 64, "call_signature changed: update choice_key_of");
+// A field added to call_signature must be added to the key too, unless, as
+// line_ns, it is the communicator's for good (the remembered choice is the
+// communicator's). This check catches an addition that changes the
+// signature's size; a small field that fits in existing padding (a bool
+// after node_consecutive) it does not.
+static_assert(sizeof(call_signature) == 72, "call_signature changed: update choice_key_of");
 
 choice_key choice_key_of(const call_signature& s, bool single_copy,
                          const selection_request& request, bool named) noexcept {

@@ -103,6 +103,9 @@ struct call_signature {
     int ranks_per_node = 0;
     int nodes = 0;
     bool node_consecutive = true;
+    // The transport's transport_capabilities::line_ns: how long a cache line
+    // takes between the ranks' cores (0: unknown).
+    std::uint32_t line_ns = 0;
 
     friend bool operator==(const call_signature& a, const call_signature& b) noexcept {
         // Every call compares its signature with the last decision's: the
@@ -118,7 +121,8 @@ struct call_signature {
                (a.builtin_op == b.builtin_op) & (a.in_place == b.in_place) &
                (a.equal_counts == b.equal_counts) & (a.has_hierarchy == b.has_hierarchy) &
                (a.single_copy == b.single_copy) & (a.ranks_per_node == b.ranks_per_node) &
-               (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) & same_transport;
+               (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) &
+               (a.line_ns == b.line_ns) & same_transport;
     }
 };
 

@@ -359,14 +359,15 @@ std::string selection_explanation::text() const {
         out += '\n';
     };
     line(fmt::format(
-        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}",
+        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}{}",
         to_string(call.kind), call.comm_size, call.bytes,
         call.has_op ? (call.commutative ? ", commutative op" : ", non-commutative op") : "",
         call.has_op && !call.builtin_op ? " (user function)" : "",
         call.in_place ? ", in place" : "", call.transport.empty() ? "unknown" : call.transport,
         call.nodes > 0 ? call.nodes : 1,
         call.ranks_per_node > 0 ? call.ranks_per_node : call.comm_size,
-        call.has_hierarchy ? ", hierarchy" : ", no hierarchy"));
+        call.has_hierarchy ? ", hierarchy" : ", no hierarchy",
+        call.line_ns ? fmt::format(", a line takes {} ns between cores", call.line_ns) : ""));
     for (const auto& note : notes)
         line("  override: " + note);
     auto path = [&](const char* title, const std::string& source,

@@ -233,7 +233,7 @@ private:
         static const std::map<std::string, variable, std::less<>> thresholds = {
             {"comm_size", variable::comm_size}, {"bytes", variable::bytes},
             {"avg_bytes", variable::avg_bytes}, {"ranks_per_node", variable::ranks_per_node},
-            {"nodes", variable::nodes},
+            {"nodes", variable::nodes},         {"line_ns", variable::line_ns},
         };
         if (name == "transport") {
             n.var = variable::transport;
@@ -245,7 +245,7 @@ private:
         } else {
             fail(pointer, fmt::format("unknown condition '{}'; discrete: transport or a "
                                       "restriction ({}); thresholds: comm_size, bytes, avg_bytes, "
-                                      "ranks_per_node, nodes",
+                                      "ranks_per_node, nodes, line_ns",
                                       name, flag_names()));
         }
     }
@@ -382,6 +382,8 @@ std::uint64_t decision_tree::value_of(variable v, const call_signature& call) no
         return call.ranks_per_node > 0 ? static_cast<std::uint64_t>(call.ranks_per_node) : size;
     case variable::nodes:
         return call.nodes > 0 ? static_cast<std::uint64_t>(call.nodes) : 1;
+    case variable::line_ns:
+        return call.line_ns;
     case variable::flag:
     case variable::transport:
         break;

@@ -3,7 +3,8 @@
 // "flat"), the other among pure algorithms. Each node tests one variable:
 // first discrete conditions (a restriction holds or not, the transport's
 // kind), then thresholds (communicator size, bytes, average bytes per rank,
-// ranks per node, node count), down to a leaf that names an algorithm.
+// ranks per node, node count, line_ns: how long a cache line takes between
+// the ranks' cores, 0 when unknown), down to a leaf that names an algorithm.
 //
 //   "all_reduce": {
 //     "commutative_op=yes": { "bytes<=16K": "recursive_doubling", "bytes=any": "ring" },
@@ -79,7 +80,8 @@ private:
         bytes,
         avg_bytes,
         ranks_per_node,
-        nodes
+        nodes,
+        line_ns
     };
 
     struct branch {

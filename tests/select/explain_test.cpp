@@ -88,6 +88,23 @@ TEST_CASE("explain: the TCP section of the pure tree") {
     CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
 }
 
+TEST_CASE("explain: a 2-rank reduce of 1 MiB goes in segments where lines travel far") {
+    info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 1 << 20};
+    d.line_ns = 450;
+    auto why = explain_call(d);
+    CHECK(why.chosen == "segmented_binomial");
+    CHECK(contains(why.text(), "a line takes 450 ns between cores"));
+    REQUIRE(!why.pure_path.empty());
+    CHECK(why.pure_path.back().branch == "segmented_binomial");
+    CHECK(why.pure_path[why.pure_path.size() - 2].reason == "line_ns = 450");
+    d.line_ns = 110;
+    CHECK(explain_call(d).chosen == "rabenseifner");
+    d.line_ns = 0; // unknown: as near
+    why = explain_call(d);
+    CHECK(why.chosen == "rabenseifner");
+    CHECK_FALSE(contains(why.text(), "a line takes"));
+}
+
 TEST_CASE("explain: a named algorithm and a forced one that fails") {
     auto why =
         explain_call({.collective = "all_gather", .ranks = 8, .bytes = 64, .algorithm = "ring"});

@@ -39,23 +39,25 @@ std::vector<call_signature> signature_grid(collective kind) {
             for (int op = 0; op < 3; ++op)
                 for (bool hierarchy : {false, true})
                     for (std::string_view transport : {"inproc", "shm", "tcp", "shm+tcp", "x"})
-                        for (bool in_place : {false, true}) {
-                            call_signature s{.kind = kind, .comm_size = p, .bytes = bytes};
-                            s.has_op = kind == collective::all_reduce ||
-                                       kind == collective::reduce ||
-                                       kind == collective::reduce_scatter ||
-                                       kind == collective::scan || kind == collective::exscan;
-                            if (s.has_op) {
-                                s.count = bytes / 8;
-                                s.commutative = op != 2;
-                                s.builtin_op = op == 0;
-                                s.in_place = in_place;
+                        for (bool in_place : {false, true})
+                            for (std::uint32_t line_ns : {0u, 110u, 450u}) {
+                                call_signature s{.kind = kind, .comm_size = p, .bytes = bytes};
+                                s.line_ns = line_ns;
+                                s.has_op = kind == collective::all_reduce ||
+                                           kind == collective::reduce ||
+                                           kind == collective::reduce_scatter ||
+                                           kind == collective::scan || kind == collective::exscan;
+                                if (s.has_op) {
+                                    s.count = bytes / 8;
+                                    s.commutative = op != 2;
+                                    s.builtin_op = op == 0;
+                                    s.in_place = in_place;
+                                }
+                                s.equal_counts = kind != collective::all_to_allv;
+                                s.has_hierarchy = hierarchy;
+                                s.transport = transport;
+                                out.push_back(s);
                             }
-                            s.equal_counts = kind != collective::all_to_allv;
-                            s.has_hierarchy = hierarchy;
-                            s.transport = transport;
-                            out.push_back(s);
-                        }
     return out;
 }
 
@@ -120,6 +122,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(rooted(4, 32 << 10, true)) == "binomial");
     CHECK(tree.walk(rooted(4, 128 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(4, 1 << 20, true)) == "binomial");
+    // Where a line takes long between the cores (this machine's slow mode:
+    // ~450 ns a round of the shm transport's bounce, ~110 in the quick one),
+    // long vectors between two ranks go in segments: each byte crosses once
+    // (twentieth and twenty-first sessions).
+    for (auto bytes : {std::size_t{1} << 20, std::size_t{16} << 20}) {
+        auto s = rooted(2, bytes, true);
+        s.line_ns = 450;
+        CHECK(tree.walk(s) == "segmented_binomial");
+        s.line_ns = 110;
+        CHECK(tree.walk(s) == "rabenseifner");
+    }
     // Over TCP the binomial tree at every size: segments and the halving
     // rounds cost more than they overlap there (seventeenth session).
     for (auto bytes : {std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{4} << 20}) {
@@ -199,6 +212,25 @@ TEST_CASE("the walk records the path with its reasons") {
     CHECK(path[1].pointer == "/all_gather/power_of_two=no");
     CHECK(path[1].reason == "bytes = 64 <= 16384");
     CHECK(path[2].branch == "bruck");
+}
+
+TEST_CASE("line_ns: a threshold on how long a line takes between the cores, 0 when unknown") {
+    auto text = builtin(tree_role::pure);
+    text["broadcast"] = {{"line_ns<=250", "linear"}, {"line_ns=any", "binomial"}};
+    const auto tree = decision_tree::load(text.dump(), "test.json", tree_role::pure);
+    call_signature s{.kind = collective::broadcast, .comm_size = 2, .bytes = 1 << 20};
+    for (std::uint32_t ns : {0u, 110u, 250u}) {
+        s.line_ns = ns;
+        CHECK(tree.walk(s) == "linear");
+    }
+    s.line_ns = 450;
+    std::vector<decision_tree::step> path;
+    CHECK(tree.walk(s, &path) == "binomial");
+    REQUIRE(path.size() == 2);
+    CHECK(path[0].reason == "line_ns = 450");
+    // A threshold, not a discrete condition.
+    text["broadcast"] = {{"line_ns=yes", "linear"}, {"line_ns=any", "linear"}};
+    CHECK(contains(load_error(text).what(), "'line_ns' is a threshold"));
 }
 
 TEST_CASE("malformed JSON is refused, naming the source") {

@@ -29,7 +29,8 @@ nlohmann::json capabilities_json(const transport_capabilities& c) {
     return {{"single_copy", c.single_copy},
             {"remote_memory_access", c.remote_memory_access},
             {"latency_us", c.latency_us},
-            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s}};
+            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
+            {"line_ns", c.line_ns}};
 }
 
 // What each transport name stands for; its capabilities come from a live
@@ -153,6 +154,7 @@ call_signature signature_of(const call_description& d) {
     s.single_copy = d.single_copy;
     s.ranks_per_node = d.ranks_per_node;
     s.nodes = d.nodes;
+    s.line_ns = d.line_ns;
     s.node_consecutive = !d.interleaved_nodes;
     return s;
 }
@@ -169,6 +171,7 @@ nlohmann::json to_json(const selection_explanation& why) {
         {"ranks_per_node", c.ranks_per_node > 0 ? c.ranks_per_node : c.comm_size},
         {"nodes", c.nodes > 0 ? c.nodes : 1},
         {"node_consecutive", c.node_consecutive},
+        {"line_ns", c.line_ns},
         {"equal_counts", c.equal_counts},
     };
     if (c.has_op) {

@@ -39,13 +39,15 @@ void print_job_transport(bool json) {
             nlohmann::json out = {
                 {"job_transport", t.name()},    {"ranks", job.size()},
                 {"single_copy", c.single_copy}, {"remote_memory_access", c.remote_memory_access},
-                {"latency_us", c.latency_us},   {"bandwidth_gb_per_s", c.bandwidth_gb_per_s}};
+                {"latency_us", c.latency_us},   {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
+                {"line_ns", c.line_ns}};
             std::puts(out.dump(2).c_str());
         } else {
             fmt::print("this job's transport: {} ({} ranks): single copy {}, remote memory "
-                       "access {}, ~{} us, ~{} GB/s\n",
+                       "access {}, ~{} us, ~{} GB/s, a line between the ranks' cores {}\n",
                        t.name(), job.size(), c.single_copy ? "yes" : "no",
-                       c.remote_memory_access ? "yes" : "no", c.latency_us, c.bandwidth_gb_per_s);
+                       c.remote_memory_access ? "yes" : "no", c.latency_us, c.bandwidth_gb_per_s,
+                       c.line_ns ? fmt::format("{} ns", c.line_ns) : std::string("unknown"));
             for (const auto& line : job.routes().describe())
                 fmt::print("  {}\n", line);
         }
@@ -82,6 +84,9 @@ int main(int argc, char** argv) {
     app.add_option("--count", d.count, "elements of a reduction (default: bytes / 8)");
     app.add_option("--ppn", d.ranks_per_node, "ranks per node")->check(CLI::PositiveNumber);
     app.add_option("--nodes", d.nodes, "nodes")->check(CLI::PositiveNumber);
+    app.add_option("--line-ns", d.line_ns,
+                   "how long a cache line takes between the ranks' cores (a shm job measures "
+                   "it; 0: unknown)");
     app.add_option("--op", d.op, "sum, prod, min, max, user, noncommutative");
     app.add_flag("--in-place", d.in_place, "a reduction in place");
     app.add_option("--transport", d.transport, "inproc, shm, tcp, fabric or shm+tcp");

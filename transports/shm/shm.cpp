@@ -4,12 +4,14 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,6 +139,9 @@ struct rank_block {
     // it reads no peer's memory, so its peers fail the sends it has not
     // read: it may be too busy failing to read them ever.
     std::uint32_t failed_on;
+    // Setup's line bounce (measure_line_ns): the pair being measured in the
+    // high half (rank 0's word), the round in the low half.
+    std::uint64_t line_probe;
 };
 
 bool debug_enabled() {
@@ -341,7 +346,8 @@ public:
                 .latency_us = 0.3,
                 .bandwidth_gb_per_s = single ? 10.0 : 8.0,
                 .one_thread = true,
-                .segment_bytes = payload_capacity()};
+                .segment_bytes = payload_capacity(),
+                .line_ns = line_ns_};
     }
 
     request isend(int dest, const message_header& header,
@@ -487,6 +493,8 @@ private:
     }
 
     void setup(bootstrap& boot);
+    void agree_line_ns(bootstrap& boot);
+    std::uint32_t measure_line_ns();
     // Throws errc::invalid_argument for a rank outside the world (inline:
     // every send checks).
     void check_destination(int dest) const {
@@ -570,6 +578,7 @@ private:
     std::uint64_t mapping_clock_ = 0; // orders uses of peer mappings (least recent is dropped)
     std::exception_ptr first_crash_;
     bool asymmetric_fences_ = false; // every rank can use membarrier
+    std::uint32_t line_ns_ = 0;      // options::line_ns as agreed at setup
 };
 
 endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
@@ -629,6 +638,8 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                                   opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange)
                             : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
+    debug("rank {}: a line takes {} between the ranks' cores", rank_,
+          line_ns_ ? fmt::format("{} ns", line_ns_) : std::string("an unknown time"));
 }
 
 void endpoint::setup(bootstrap& boot) {
@@ -820,6 +831,111 @@ void endpoint::setup(bootstrap& boot) {
                 r == rank_ ? why : fmt::format("rank {} could not map shared memory: {}", r, why));
         }
     }
+    agree_line_ns(boot);
+}
+
+// 4: how far apart the ranks' cores are (options::line_ns). Every rank takes
+// rank 0's figure, so that selection, which reads it, chooses alike on all.
+void endpoint::agree_line_ns(bootstrap& boot) {
+    std::uint32_t mine = 0;
+    if (opts_.line_ns) {
+        mine = *opts_.line_ns;
+        // Ranks told nothing wait for their turn to bounce: let them go.
+        if (rank_ == 0)
+            std::atomic_ref(block(0).line_probe)
+                .store(std::uint64_t(static_cast<std::uint32_t>(size_)) << 32,
+                       std::memory_order_release);
+    } else if (!ranks_outnumber_cores(size_)) {
+        // Where ranks share cores a bounce measures the scheduler.
+        mine = measure_line_ns();
+    }
+    blob_writer figure;
+    figure.put<std::uint32_t>(mine);
+    auto figures = boot.all_gather(figure.bytes());
+    line_ns_ = blob_reader(figures.at(0), 0).get<std::uint32_t>();
+}
+
+// Rank 0 and each other rank in turn bounce a counter between their probe
+// words, as benchmarks/line_bounce does between two threads: each writes the
+// round on its own line and waits for the other's. (It reads about twice
+// line_bounce's figure here, in every mode, for a reason not found: 110 and
+// 450 ns against 55 and 250; the unit is this bounce's.) Rank 0 returns the
+// slowest pair's ns per round (each pair's quickest of a few windows, which a
+// preemption cannot make quicker), or 0 if any pair did not answer in time;
+// the others return 0. Bounded: a peer that does not answer costs rank 0
+// 20 ms, and a rank whose turn does not come gives up.
+std::uint32_t endpoint::measure_line_ns() {
+    using clock = std::chrono::steady_clock;
+    constexpr std::uint32_t warmup_rounds = 128, window_rounds = 128, windows = 4;
+    constexpr std::uint32_t last_round = warmup_rounds + windows * window_rounds;
+    constexpr std::uint32_t abandoned = 0xffffffff;
+    if (size_ == 1) return 0;
+    const auto probe = [this](int r) { return std::atomic_ref(block(r).line_probe); };
+    // Spins until `ready` or `limit` has passed, reading the clock now and
+    // then (a round is ~30-500 ns). No pause at first, as line_bounce: one
+    // costs ~40 ns here, which the figure would count.
+    // Nor a clock read before the first 256 spins: a round would count it.
+    const auto wait_for = [](auto ready, clock::duration limit) {
+        clock::time_point until{};
+        for (unsigned spins = 1;; ++spins) {
+            if (ready()) return true;
+            if (spins > 4096) detail::cpu_relax();
+            if (spins % 256 == 0) {
+                const auto now = clock::now();
+                if (until == clock::time_point{})
+                    until = now + limit;
+                else if (now > until)
+                    return false;
+            }
+        }
+    };
+    if (rank_ != 0) {
+        // The pairs before ours take ~30 us each, 20 ms if a peer is gone.
+        const auto turn_limit = std::chrono::milliseconds(50 + 25 * rank_);
+        const auto me = static_cast<std::uint64_t>(rank_);
+        for (std::uint32_t k = 1; k <= last_round; ++k) {
+            bool ours = false;
+            const bool answered = wait_for(
+                [&] {
+                    const auto v = probe(0).load(std::memory_order_acquire);
+                    if ((v >> 32) > me || v == (me << 32 | abandoned)) return true;
+                    ours = (v >> 32) == me && (v & abandoned) >= k;
+                    return ours;
+                },
+                k == 1 ? clock::duration(turn_limit) : std::chrono::milliseconds(50));
+            if (!answered || !ours) return 0;
+            probe(rank_).store(k, std::memory_order_release);
+        }
+        return 0;
+    }
+    clock::duration slowest{};
+    for (int peer = 1; peer < size_; ++peer) {
+        const auto pair = static_cast<std::uint64_t>(peer) << 32;
+        clock::duration quickest = clock::duration::max();
+        auto window_start = clock::now();
+        for (std::uint32_t k = 1; k <= last_round; ++k) {
+            probe(0).store(pair | k, std::memory_order_release);
+            const bool answered =
+                wait_for([&] { return probe(peer).load(std::memory_order_acquire) >= k; },
+                         std::chrono::milliseconds(k == 1 ? 20 : 5));
+            if (!answered) {
+                probe(0).store(pair | abandoned, std::memory_order_release);
+                debug("rank {} did not answer the line bounce in time: line_ns unknown", peer);
+                probe(0).store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
+                return 0;
+            }
+            if (k >= warmup_rounds && (k - warmup_rounds) % window_rounds == 0) {
+                const auto now = clock::now();
+                if (k > warmup_rounds) quickest = std::min(quickest, now - window_start);
+                window_start = now;
+            }
+        }
+        slowest = std::max(slowest, quickest);
+    }
+    probe(0).store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slowest).count();
+    return static_cast<std::uint32_t>(
+        std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds));
 }
 
 endpoint::~endpoint() {
@@ -1727,6 +1843,17 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
+    if (const char* v = std::getenv("TUTTI_SHM_LINE_NS"); v && *v) {
+        const std::string_view text(v);
+        std::uint32_t ns = 0;
+        const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), ns);
+        if (failed != std::errc{} || end != text.data() + text.size())
+            throw error(errc::invalid_argument,
+                        fmt::format("TUTTI_SHM_LINE_NS='{}' is not a number of nanoseconds "
+                                    "(digits only, at most {})",
+                                    text, std::numeric_limits<std::uint32_t>::max()));
+        opts.line_ns = ns;
+    }
     if (const char* v = std::getenv("TUTTI_SHM_CELL_STORES"); v && *v) {
         const std::string_view name(v);
         if (name == "adaptive")

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "bootstrap/bootstrap.hpp"
 #include "core/asio.hpp"
@@ -121,6 +122,17 @@ struct options {
     // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
     enum class stores { adaptive, cached, streaming };
     stores cell_stores = stores::adaptive;
+    // How long a cache line takes between the ranks' cores, in ns per round
+    // of benchmarks/line_bounce (one transfer each way, overlapped): empty,
+    // measured at setup where the ranks do not outnumber the cores (rank 0
+    // bounces a line with each other rank in turn, ~30 us a pair, and the
+    // slowest pair counts). Selection reads it (transport_capabilities::
+    // line_ns): where lines travel far (two sockets; this machine's slow
+    // mode, ~250 ns against ~55) algorithms that move each byte between the
+    // cores fewer times win. Rank 0's figure, measured or given, is every
+    // rank's, so that all ranks choose alike. 0: unknown.
+    // TUTTI_SHM_LINE_NS=N gives it.
+    std::optional<std::uint32_t> line_ns;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
 };
@@ -131,8 +143,8 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
 // TUTTI_SHM_SHARED_COPY_CHUNK and TUTTI_SHM_PIPELINE_PIECE, each a byte count
-// such as 16384 or 16K, and TUTTI_SHM_CELL_STORES (adaptive, cached or
-// streaming). Every
+// such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
+// streaming) and TUTTI_SHM_LINE_NS (nanoseconds, digits only). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
 // tutti::error.

@@ -5,11 +5,13 @@
 // that no segment is left in /dev/shm.
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -570,6 +572,41 @@ TEST_CASE("shm: messages written into the cells with streaming stores arrive who
                        fmt::format("cached: {} cells streamed", c.streamed_cells));
         });
     }
+}
+
+TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") {
+    // Given on rank 0 alone: the others, told nothing, must neither wait for
+    // a bounce that never comes nor differ (selection branches on it).
+    for (int p : {2, 3}) {
+        CAPTURE(p);
+        run_job_and_check(p, [](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            if (boot.rank() == 0) opts.line_ns = 450;
+            const auto start = std::chrono::steady_clock::now();
+            auto t = shm::create_transport(boot, io, opts);
+            expect(t->capabilities().line_ns == 450,
+                   fmt::format("rank {} took {} ns, not rank 0's 450", boot.rank(),
+                               t->capabilities().line_ns));
+            expect(std::chrono::steady_clock::now() - start < std::chrono::seconds(1),
+                   "setup waited for a bounce rank 0 never started");
+        });
+    }
+    // Measured (where the ranks do not outnumber the cores): the same figure
+    // on every rank, told to each through the bootstrap. 0 when a bounce
+    // did not answer in time, which a loaded machine may cause.
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        const std::uint32_t mine = t->capabilities().line_ns;
+        std::vector<std::uint32_t> sent{mine}, everyone(2);
+        communicator comm(t);
+        drive(*t, io, all_gather(comm, sent, everyone));
+        expect(everyone[0] == everyone[1],
+               fmt::format("rank 0 took {} ns and rank 1 {}", everyone[0], everyone[1]));
+        expect(mine == 0 || (!ranks_outnumber_cores(2) && mine >= 5 && mine <= 100000),
+               fmt::format("a line bounce of {} ns is no measurement", mine));
+    });
 }
 
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
@@ -1269,4 +1306,23 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
         CHECK(std::string(e.what()).find("TUTTI_SHM_CELL_STORES='fast'") != std::string::npos);
     }
     ::unsetenv("TUTTI_SHM_CELL_STORES");
+    ::setenv("TUTTI_SHM_LINE_NS", "250", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.line_ns == std::optional<std::uint32_t>(250));
+    for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
+        CAPTURE(bad);
+        ::setenv("TUTTI_SHM_LINE_NS", bad, 1);
+        opts.line_ns.reset();
+        try {
+            shm::apply_environment(opts);
+            // An empty variable is no setting at all.
+            CHECK(std::string_view(bad).empty());
+            CHECK_FALSE(opts.line_ns.has_value());
+        } catch (const tutti::error& e) {
+            CHECK(e.code() == errc::invalid_argument);
+            CHECK(std::string(e.what()).find(fmt::format("TUTTI_SHM_LINE_NS='{}'", bad)) !=
+                  std::string::npos);
+        }
+    }
+    ::unsetenv("TUTTI_SHM_LINE_NS");
 }
