@@ -30,10 +30,10 @@ struct transport_capabilities {
     // vector into segments (reduce's segmented_binomial) cut it into pieces
     // of this size: one a byte longer would take a second piece.
     std::size_t segment_bytes = 0;
-    // How long a cache line takes between the cores of two of the world's
-    // ranks (the slowest pair measured), in ns per round of
-    // benchmarks/line_bounce; the same on every rank, so selection may
-    // branch on it. 0: unknown (ranks that share cores, other transports).
+    // How long a cache line takes there and back between the cores of two
+    // of the world's ranks (the slowest pair measured), in ns; the same on
+    // every rank, so selection may branch on it. 0: unknown (ranks that
+    // share cores, other transports).
     std::uint32_t line_ns = 0;
 };
 

@@ -856,10 +856,11 @@ void endpoint::agree_line_ns(bootstrap& boot) {
 }
 
 // Rank 0 and each other rank in turn bounce a counter between their probe
-// words, as benchmarks/line_bounce does between two threads: each writes the
-// round on its own line and waits for the other's. (It reads about twice
-// line_bounce's figure here, in every mode, for a reason not found: 110 and
-// 450 ns against 55 and 250; the unit is this bounce's.) Rank 0 returns the
+// words: rank 0 writes round k on its line, the peer waits for it and then
+// writes k on its own, which rank 0 waits for. A round is a round trip, two
+// transfers one after the other, where benchmarks/line_bounce's threads
+// both write first and overlap theirs: this reads twice its figure (110
+// and 450 ns here against 55 and 250). Rank 0 returns the
 // slowest pair's ns per round (each pair's quickest of a few windows, which a
 // preemption cannot make quicker), or 0 if any pair did not answer in time;
 // the others return 0. Bounded: a peer that does not answer costs rank 0

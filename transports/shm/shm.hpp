@@ -122,11 +122,11 @@ struct options {
     // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
     enum class stores { adaptive, cached, streaming };
     stores cell_stores = stores::adaptive;
-    // How long a cache line takes between the ranks' cores, in ns per round
-    // of benchmarks/line_bounce (one transfer each way, overlapped): empty,
-    // measured at setup where the ranks do not outnumber the cores (rank 0
-    // bounces a line with each other rank in turn, ~30 us a pair, and the
-    // slowest pair counts). Selection reads it (transport_capabilities::
+    // How long a cache line takes there and back between the ranks' cores,
+    // in ns (twice what benchmarks/line_bounce reads, whose two transfers
+    // overlap): empty, measured at setup where the ranks do not outnumber
+    // the cores (rank 0 bounces a line with each other rank in turn, 15-60
+    // us a pair, and the slowest pair counts). Selection reads it (transport_capabilities::
     // line_ns): where lines travel far (two sockets; this machine's slow
     // mode, ~250 ns against ~55) algorithms that move each byte between the
     // cores fewer times win. Rank 0's figure, measured or given, is every
