@@ -104,7 +104,7 @@ struct call_signature {
     int nodes = 0;
     bool node_consecutive = true;
     // The transport's transport_capabilities::line_ns: how long a cache line
-    // takes between the ranks' cores (0: unknown).
+    // takes there and back between the ranks' cores, in ns (0: unknown).
     std::uint32_t line_ns = 0;
 
     friend bool operator==(const call_signature& a, const call_signature& b) noexcept {

@@ -367,7 +367,9 @@ std::string selection_explanation::text() const {
         call.nodes > 0 ? call.nodes : 1,
         call.ranks_per_node > 0 ? call.ranks_per_node : call.comm_size,
         call.has_hierarchy ? ", hierarchy" : ", no hierarchy",
-        call.line_ns ? fmt::format(", a line takes {} ns between cores", call.line_ns) : ""));
+        call.line_ns
+            ? fmt::format(", a line takes {} ns there and back between cores", call.line_ns)
+            : ""));
     for (const auto& note : notes)
         line("  override: " + note);
     auto path = [&](const char* title, const std::string& source,

@@ -3,8 +3,9 @@
 // "flat"), the other among pure algorithms. Each node tests one variable:
 // first discrete conditions (a restriction holds or not, the transport's
 // kind), then thresholds (communicator size, bytes, average bytes per rank,
-// ranks per node, node count, line_ns: how long a cache line takes between
-// the ranks' cores, 0 when unknown), down to a leaf that names an algorithm.
+// ranks per node, node count, line_ns: how long a cache line takes there
+// and back between the ranks' cores, 0 when unknown), down to a leaf that
+// names an algorithm.
 //
 //   "all_reduce": {
 //     "commutative_op=yes": { "bytes<=16K": "recursive_doubling", "bytes=any": "ring" },

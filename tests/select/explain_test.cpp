@@ -93,7 +93,7 @@ TEST_CASE("explain: a 2-rank reduce of 1 MiB goes in segments where lines travel
     d.line_ns = 450;
     auto why = explain_call(d);
     CHECK(why.chosen == "segmented_binomial");
-    CHECK(contains(why.text(), "a line takes 450 ns between cores"));
+    CHECK(contains(why.text(), "a line takes 450 ns there and back between cores"));
     REQUIRE(!why.pure_path.empty());
     CHECK(why.pure_path.back().branch == "segmented_binomial");
     CHECK(why.pure_path[why.pure_path.size() - 2].reason == "line_ns = 450");

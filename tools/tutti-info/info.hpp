@@ -19,7 +19,7 @@ struct call_description {
     std::uint64_t bytes = 8;
     std::uint64_t count = 0; // elements; 0: bytes / 8 (8-byte elements)
     int ranks_per_node = 0;  // 0: every rank on one node
-    unsigned line_ns = 0;    // a line's time between the cores; 0: unknown
+    unsigned line_ns = 0;    // a line there and back between the cores; 0: unknown
     int nodes = 0;
     std::string op = "sum"; // sum, prod, min, max, user, noncommutative
     bool in_place = false;

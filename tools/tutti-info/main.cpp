@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     app.add_option("--ppn", d.ranks_per_node, "ranks per node")->check(CLI::PositiveNumber);
     app.add_option("--nodes", d.nodes, "nodes")->check(CLI::PositiveNumber);
     app.add_option("--line-ns", d.line_ns,
-                   "how long a cache line takes between the ranks' cores (a shm job measures "
-                   "it; 0: unknown)");
+                   "how long a cache line takes there and back between the ranks' cores, in "
+                   "ns (a shm job measures it; 0: unknown)");
     app.add_option("--op", d.op, "sum, prod, min, max, user, noncommutative");
     app.add_flag("--in-place", d.in_place, "a reduction in place");
     app.add_option("--transport", d.transport, "inproc, shm, tcp, fabric or shm+tcp");

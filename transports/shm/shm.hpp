@@ -126,12 +126,12 @@ struct options {
     // in ns (twice what benchmarks/line_bounce reads, whose two transfers
     // overlap): empty, measured at setup where the ranks do not outnumber
     // the cores (rank 0 bounces a line with each other rank in turn, 15-60
-    // us a pair, and the slowest pair counts). Selection reads it (transport_capabilities::
-    // line_ns): where lines travel far (two sockets; this machine's slow
-    // mode, ~250 ns against ~55) algorithms that move each byte between the
-    // cores fewer times win. Rank 0's figure, measured or given, is every
-    // rank's, so that all ranks choose alike. 0: unknown.
-    // TUTTI_SHM_LINE_NS=N gives it.
+    // us a pair, and the slowest pair counts). Selection reads it
+    // (transport_capabilities::line_ns): where lines travel far (two
+    // sockets; this machine's slow mode, ~450 ns against ~110) algorithms
+    // that move each byte between the cores fewer times win. Rank 0's
+    // figure, measured or given, is every rank's, so that all ranks choose
+    // alike. 0: unknown. TUTTI_SHM_LINE_NS=N gives it.
     std::optional<std::uint32_t> line_ns;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
