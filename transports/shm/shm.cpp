@@ -838,17 +838,16 @@ void endpoint::setup(bootstrap& boot) {
 // rank 0's figure, so that selection, which reads it, chooses alike on all.
 void endpoint::agree_line_ns(bootstrap& boot) {
     std::uint32_t mine = 0;
-    if (opts_.line_ns) {
+    if (opts_.line_ns)
         mine = *opts_.line_ns;
-        // Ranks told nothing wait for their turn to bounce: let them go.
-        if (rank_ == 0)
-            std::atomic_ref(block(0).line_probe)
-                .store(std::uint64_t(static_cast<std::uint32_t>(size_)) << 32,
-                       std::memory_order_release);
-    } else if (!ranks_outnumber_cores(size_)) {
-        // Where ranks share cores a bounce measures the scheduler.
+    else if (!ranks_outnumber_cores(size_)) // else a bounce measures the scheduler
         mine = measure_line_ns();
-    }
+    // A pair past every rank: whoever still waits for its turn (told nothing
+    // while rank 0 was given the figure, or behind a pair that did not
+    // answer) goes on.
+    if (rank_ == 0)
+        std::atomic_ref(block(0).line_probe)
+            .store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
     blob_writer figure;
     figure.put<std::uint32_t>(mine);
     auto figures = boot.all_gather(figure.bytes());
@@ -862,14 +861,15 @@ void endpoint::agree_line_ns(bootstrap& boot) {
 // both write first and overlap theirs: this reads twice its figure (110
 // and 450 ns here against 55 and 250). Rank 0 returns the
 // slowest pair's ns per round (each pair's quickest of a few windows, which a
-// preemption cannot make quicker), or 0 if any pair did not answer in time;
-// the others return 0. Bounded: a peer that does not answer costs rank 0
-// 20 ms, and a rank whose turn does not come gives up.
+// preemption cannot make quicker), or 0 if any pair did not answer in time
+// (agree_line_ns then lets the others go); the others return 0. Bounded: a
+// peer that does not answer costs rank 0 20 ms, and a rank whose turn does
+// not come gives up.
 std::uint32_t endpoint::measure_line_ns() {
     using clock = std::chrono::steady_clock;
     constexpr std::uint32_t warmup_rounds = 128, window_rounds = 128, windows = 4;
     constexpr std::uint32_t last_round = warmup_rounds + windows * window_rounds;
-    constexpr std::uint32_t abandoned = 0xffffffff;
+    constexpr std::uint64_t round_bits = 0xffffffff; // of rank 0's word
     if (size_ == 1) return 0;
     const auto probe = [this](int r) { return std::atomic_ref(block(r).line_probe); };
     // Spins until `ready` or `limit` has passed, reading the clock now and
@@ -899,9 +899,8 @@ std::uint32_t endpoint::measure_line_ns() {
             const bool answered = wait_for(
                 [&] {
                     const auto v = probe(0).load(std::memory_order_acquire);
-                    if ((v >> 32) > me || v == (me << 32 | abandoned)) return true;
-                    ours = (v >> 32) == me && (v & abandoned) >= k;
-                    return ours;
+                    ours = (v >> 32) == me && (v & round_bits) >= k;
+                    return ours || (v >> 32) > me; // or rank 0 has gone past us
                 },
                 k == 1 ? clock::duration(turn_limit) : std::chrono::milliseconds(50));
             if (!answered || !ours) return 0;
@@ -920,9 +919,7 @@ std::uint32_t endpoint::measure_line_ns() {
                 wait_for([&] { return probe(peer).load(std::memory_order_acquire) >= k; },
                          std::chrono::milliseconds(k == 1 ? 20 : 5));
             if (!answered) {
-                probe(0).store(pair | abandoned, std::memory_order_release);
                 debug("rank {} did not answer the line bounce in time: line_ns unknown", peer);
-                probe(0).store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
                 return 0;
             }
             if (k >= warmup_rounds && (k - warmup_rounds) % window_rounds == 0) {
@@ -933,7 +930,6 @@ std::uint32_t endpoint::measure_line_ns() {
         }
         slowest = std::max(slowest, quickest);
     }
-    probe(0).store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slowest).count();
     return static_cast<std::uint32_t>(
         std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds));
