@@ -98,6 +98,7 @@ using tutti::request;
 using tutti::restriction;
 using tutti::run_collective;
 using tutti::send_awaited;
+using tutti::receive_use;
 using tutti::signature_of;
 using tutti::transport;
 using tutti::wait_all;

@@ -43,8 +43,12 @@ request call_context::isend(int peer, std::uint64_t step, std::span<const std::b
                         when);
 }
 
-request call_context::irecv(int peer, std::uint64_t step, std::span<std::byte> into) const {
-    return comm_->transport().irecv(header(comm_->world_rank(peer), step, into.size()), into);
+request call_context::irecv(int peer, std::uint64_t step, std::span<std::byte> into,
+                            receive_use use) const {
+    auto& t = comm_->transport();
+    const auto h = header(comm_->world_rank(peer), step, into.size());
+    return use == receive_use::combined_at_once ? t.irecv_combined_at_once(h, into)
+                                                : t.irecv(h, into);
 }
 
 request call_context::irecv_any_size(int peer, std::uint64_t step) const {
@@ -157,11 +161,12 @@ bool call_context::receive_now(const message_header& expected, std::span<std::by
     return false;
 }
 
-message_step call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into) const {
+message_step call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into,
+                                receive_use use) const {
     if (into.size() <= receive_now_bytes &&
         receive_now(header(comm_->world_rank(peer), step, into.size()), into))
         return {};
-    return {irecv(peer, step, into), {}};
+    return {irecv(peer, step, into, use), {}};
 }
 
 task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t step) const {

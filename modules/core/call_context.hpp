@@ -60,6 +60,13 @@ private:
 // receiver takes it (transport::isend_awaited_at_end).
 enum class send_awaited { before_next_step, at_end };
 
+// What a receiver does with a message once it has it: keeps it (a result,
+// a block passed on later), or reads it whole at once (a reduction's
+// scratch, combined with its own data before anything else). A transport
+// may copy the second kind so that it lands in the receiver's own cache
+// (transport::irecv_combined_at_once).
+enum class receive_use { kept, combined_at_once };
+
 class call_context {
 public:
     // Algorithms number their steps below this bound.
@@ -111,7 +118,8 @@ public:
     // keep only the pending ones, and wait only if there are any.
     request start_send(int peer, std::uint64_t step, std::span<const std::byte> data,
                        send_awaited when = send_awaited::before_next_step) const;
-    request irecv(int peer, std::uint64_t step, std::span<std::byte> into) const;
+    request irecv(int peer, std::uint64_t step, std::span<std::byte> into,
+                  receive_use use = receive_use::kept) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
 
     // For an algorithm that failed with requests still pending: withdraws
@@ -125,7 +133,8 @@ public:
 
     message_step send(int peer, std::uint64_t step, std::span<const std::byte> data,
                       send_awaited when = send_awaited::before_next_step) const;
-    message_step recv(int peer, std::uint64_t step, std::span<std::byte> into) const;
+    message_step recv(int peer, std::uint64_t step, std::span<std::byte> into,
+                      receive_use use = receive_use::kept) const;
     task<std::vector<std::byte>> recv_any_size(int peer, std::uint64_t step) const;
     // Sends to one peer and receives from another at once, so two ranks that
     // exchange never wait on each other's send.

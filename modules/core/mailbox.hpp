@@ -37,7 +37,11 @@ public:
     enum class threads { many, owner_only };
     explicit mailbox(threads callers = threads::many) : mutex_(callers == threads::many) {}
 
-    request post(const message_header& expected, std::span<std::byte> into, bool any_size);
+    // combined_at_once: the receiver reads every byte of `into` as soon as
+    // the receive completes (transport::irecv_combined_at_once), which a
+    // transport that receives in pieces learns from claim().
+    request post(const message_header& expected, std::span<std::byte> into, bool any_size,
+                 bool combined_at_once = false);
 
     // A receive that is never posted: if the message for `expected` has
     // arrived, copies it into `into` and returns true; false if it has not
@@ -84,6 +88,7 @@ public:
         std::span<std::byte> into;
         bool any_size;
         request done;
+        bool combined_at_once = false;
     };
     std::optional<claimed_receive> claim(const message_header& header);
 
@@ -114,6 +119,7 @@ private:
         std::span<std::byte> into;
         bool any_size;
         request done;
+        bool combined_at_once = false;
     };
     // A message that arrived before its receive: small payloads inline,
     // others in (or moved into) a vector.

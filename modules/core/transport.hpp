@@ -84,6 +84,17 @@ public:
     // the same step, fails the request with a tutti::error that says so.
     virtual request irecv(const message_header& expected, std::span<std::byte> into) = 0;
 
+    // As irecv, into a buffer the receiver reads whole as soon as the
+    // receive completes: a reduction's scratch, combined at once with its
+    // own data. Where the sender would otherwise write part of the message
+    // from its own core, the receiver would then fetch those lines back one
+    // by one; shared memory copies such a message alone where lines travel
+    // far between the cores (shm::options::shared_copy_far_line_ns).
+    virtual request irecv_combined_at_once(const message_header& expected,
+                                           std::span<std::byte> into) {
+        return irecv(expected, into);
+    }
+
     // Takes a receive of this transport back before any message is matched
     // to it, for an algorithm that gives up after an earlier failure: true
     // when it is withdrawn (it completes failed, and nothing will write into

@@ -383,6 +383,12 @@ public:
         if (any_lost_) fail_receives_from_closed(expected.key.source);
         return done;
     }
+    request irecv_combined_at_once(const message_header& expected,
+                                   std::span<std::byte> into) override {
+        auto done = mailbox_.post(expected, into, false, true);
+        if (any_lost_) fail_receives_from_closed(expected.key.source);
+        return done;
+    }
     request irecv_any_size(const message_header& expected) override {
         auto done = mailbox_.post(expected, {}, true);
         if (any_lost_) fail_receives_from_closed(expected.key.source);
@@ -513,7 +519,7 @@ private:
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
-    int copy_in(const rendezvous& r, std::span<std::byte> into);
+    int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
     int await_helper(const rendezvous& r, share_slot& s, std::uint64_t claimed);
     void handle_share(int receiver, const cell_header& h);
     const std::byte* mapping_of(int src, const mapped_source& m);
@@ -1344,8 +1350,16 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
 // Copies a whole rendezvous message into `into`, its sender helping when it
 // may (options::shared_copy_chunk); 0 or the errno. Returns only once the
 // sender no longer writes into `into`.
-int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into) {
+int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once) {
     const std::uint64_t total = into.size();
+    // What the sender would write stays in its cache, and combining it at
+    // once would fetch it back line by line: where lines travel far, that
+    // costs more than the help saves (options::shared_copy_far_line_ns).
+    if (combined_at_once && share_copies_ && opts_.shared_copy_far_line_ns &&
+        line_ns_ > opts_.shared_copy_far_line_ns) {
+        ++counters_.copies_alone_far;
+        return read_from_peer(r, into, 0);
+    }
     // A message read from our mapping of the sender's buffer is copied at
     // memcpy speed: below two full chunks the sender's help costs more than
     // it saves (2 ranks, 64 KiB broadcast from shared buffers: 1.8 -> 4.7 us).
@@ -1501,7 +1515,7 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
         into = staging;
     }
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
-    const int e = copy_in(r, into);
+    const int e = copy_in(r, into, claimed && claimed->combined_at_once);
     if (e == 0) {
         if (!claimed) {
             ++counters_.staged;

@@ -97,6 +97,15 @@ struct options {
     // its receiver copying at memcpy speed. 0: the receiver always copies
     // alone.
     std::size_t shared_copy_chunk = 128 * 1024;
+    // Where a line takes longer than this there and back between the cores
+    // (line_ns), a message whose receiver combines it at once
+    // (transport::irecv_combined_at_once: a reduction's scratch) is copied
+    // by its receiver alone: the chunks its sender would write land in the
+    // sender's cache, and the receiver's combining then fetches them line by
+    // line (2 ranks, binomial reduce of 512 KiB in this machine's slow mode:
+    // 86.8 us shared, 61.4 alone; in the quick mode sharing stays ahead, 55
+    // against 59). 0: such messages are shared like any other.
+    std::uint32_t shared_copy_far_line_ns = 250;
     // Where each rank has a core, a message through the cells of more than
     // one cell's payload and at most four, which its sender is not
     // exchanging with its receiver (no receive of the same call from the
@@ -157,9 +166,10 @@ struct counters {
     std::uint64_t cma = 0;     // sent by single copy (acknowledged)
     std::uint64_t staged = 0;  // received by single copy into a staging buffer
     std::uint64_t mapped = 0;  // sent from shared memory, copied by the receiver (acknowledged)
-    std::uint64_t regions_mapped = 0; // peers' shared regions this rank mapped
-    std::uint64_t copies_shared = 0;  // single-copy receives whose sender was asked to help
-    std::uint64_t chunks_helped = 0;  // chunks this rank wrote into its receivers' buffers
+    std::uint64_t regions_mapped = 0;   // peers' shared regions this rank mapped
+    std::uint64_t copies_shared = 0;    // single-copy receives whose sender was asked to help
+    std::uint64_t copies_alone_far = 0; // combined-at-once receives copied alone (far lines)
+    std::uint64_t chunks_helped = 0;    // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
 };

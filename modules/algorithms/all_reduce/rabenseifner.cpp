@@ -54,7 +54,7 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
             new_rank = -1;
         } else {
             scratch<> incoming(bytes);
-            co_await ctx.recv(r - 1, fold_step, incoming.span());
+            co_await ctx.recv(r - 1, fold_step, incoming.span(), receive_use::combined_at_once);
             a.op->combine(incoming.data(), a.send.data(), a.recv.data(), a.count);
             source = a.recv.data();
             new_rank = r / 2;

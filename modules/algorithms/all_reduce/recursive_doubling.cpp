@@ -44,7 +44,7 @@ task<void> recursive_doubling(const call_context& ctx, const all_reduce_args& a)
             co_await ctx.send(r + 1, 0, result);
             new_rank = -1;
         } else {
-            co_await ctx.recv(r - 1, 0, incoming);
+            co_await ctx.recv(r - 1, 0, incoming, receive_use::combined_at_once);
             a.op->combine(incoming.data(), result.data(), result.data(), a.count);
             new_rank = r / 2;
         }

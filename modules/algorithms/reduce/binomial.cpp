@@ -56,7 +56,8 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
             break;
         }
         if (vr + mask >= p) continue;
-        co_await ctx.recv(tree.actual(vr + mask), round, incoming.span());
+        co_await ctx.recv(tree.actual(vr + mask), round, incoming.span(),
+                          receive_use::combined_at_once);
         if (!combined) combined = at_root ? a.recv.data() : partial.data();
         a.op->combine(mine, incoming.data(), combined, a.count);
         mine = combined;

@@ -42,7 +42,7 @@ task<void> linear(const call_context& ctx, const reduce_args& a) {
     for (int i = 1; i < p; ++i) {
         const std::byte* right = a.send.data();
         if (i != a.root) {
-            co_await ctx.recv(i, 0, incoming.span());
+            co_await ctx.recv(i, 0, incoming.span(), receive_use::combined_at_once);
             right = incoming.data();
         }
         std::byte* out = i == p - 1 ? a.recv.data() : folded.data();

@@ -69,7 +69,8 @@ task<void> rabenseifner(const call_context& ctx, const reduce_args& a) {
     // send buffer, or the result once a folded-in partner's part is added.
     const std::byte* source = a.send.data();
     if (vr < 2 * extra) {
-        co_await ctx.recv(actual_rank(vr + 1, a.root, p), fold_step, incoming.span().first(bytes));
+        co_await ctx.recv(actual_rank(vr + 1, a.root, p), fold_step, incoming.span().first(bytes),
+                          receive_use::combined_at_once);
         a.op->combine(a.send.data(), incoming.data(), result, a.count);
         source = result;
     }

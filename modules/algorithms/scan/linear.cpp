@@ -45,7 +45,7 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
         copy_unless_same(result.data(), own.data(), bytes);
     } else {
         scratch<> prefix(bytes);
-        co_await ctx.recv(r - 1, 0, prefix.span());
+        co_await ctx.recv(r - 1, 0, prefix.span(), receive_use::combined_at_once);
         a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
     }
     if (r + 1 < p) co_await ctx.send(r + 1, 0, result);

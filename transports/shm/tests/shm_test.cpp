@@ -606,6 +606,58 @@ TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") 
     });
 }
 
+TEST_CASE("shm: where lines travel far, a receive combined at once is copied by its receiver "
+          "alone") {
+    // A 2-rank binomial reduce to rank 0: rank 1's 512 KiB go by single
+    // copy (sent awaited at the end), into scratch that rank 0 combines at
+    // once. Near (110 ns) rank 1 helps with that copy; far (450 ns) it does
+    // not. A broadcast's receive is kept, not combined: shared either way.
+    for (std::uint32_t line_ns : {110u, 450u}) {
+        CAPTURE(line_ns);
+        run_job_and_check(2, [line_ns](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.line_ns = line_ns;
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
+            std::vector<std::int64_t> send(count), recv(count, -1);
+            for (std::size_t i = 0; i < count; ++i)
+                send[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1) + comm.rank();
+            drive(*t, io, reduce(comm, send, recv, sum, root(0), use("binomial")));
+            if (comm.rank() == 0)
+                for (std::size_t i = 0; i < count; ++i)
+                    if (recv[i] != static_cast<std::int64_t>(3 * i + 1))
+                        throw std::runtime_error(
+                            fmt::format("element {} is {}, not {}", i, recv[i], 3 * i + 1));
+            const auto reduced = t->counters();
+            std::vector<std::int64_t> bytes(count, comm.rank() == 0 ? 7 : 0);
+            drive(*t, io, broadcast(comm, bytes, root(0), use("binomial")));
+            if (std::any_of(bytes.begin(), bytes.end(), [](auto b) { return b != 7; }))
+                throw std::runtime_error("the broadcast's bytes are wrong");
+            const auto broadcast_too = t->counters();
+            if (!t->cma_to(1 - comm.rank()) || ranks_outnumber_cores(2)) {
+                fmt::print(stderr, "no core for each rank, or no process_vm_readv: copies alone\n");
+                expect(broadcast_too.copies_shared == 0 && broadcast_too.copies_alone_far == 0,
+                       "a copy shared or counted alone where none is shared");
+                return;
+            }
+            const bool far = line_ns > opts.shared_copy_far_line_ns;
+            if (comm.rank() == 0)
+                expect(reduced.copies_shared == (far ? 0u : 1u) &&
+                           reduced.copies_alone_far == (far ? 1u : 0u),
+                       fmt::format("the reduce: {} shared copies, {} alone", reduced.copies_shared,
+                                   reduced.copies_alone_far));
+            else
+                expect(broadcast_too.copies_shared == reduced.copies_shared + 1 &&
+                           broadcast_too.copies_alone_far == 0,
+                       fmt::format("the broadcast: {} shared copies, {} alone",
+                                   broadcast_too.copies_shared - reduced.copies_shared,
+                                   broadcast_too.copies_alone_far));
+        });
+    }
+}
+
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
