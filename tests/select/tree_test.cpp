@@ -133,6 +133,22 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         s.line_ns = 110;
         CHECK(tree.walk(s) == "rabenseifner");
     }
+    // From 256 to 512 KiB there the whole vector goes by single copy into
+    // the root's own cache (receive_use::combined_at_once), 60 us against
+    // the segments' 69-72 at 512 KiB (twenty-second session); near, the
+    // segments stay.
+    for (auto bytes : {std::size_t{384} << 10, std::size_t{512} << 10}) {
+        auto s = rooted(2, bytes, true);
+        s.line_ns = 450;
+        CHECK(tree.walk(s) == "binomial");
+        s.line_ns = 110;
+        CHECK(tree.walk(s) == "segmented_binomial");
+        s.line_ns = 0;
+        CHECK(tree.walk(s) == "segmented_binomial");
+    }
+    auto at_256k = rooted(2, std::size_t{256} << 10, true);
+    at_256k.line_ns = 450;
+    CHECK(tree.walk(at_256k) == "segmented_binomial");
     // Over TCP the binomial tree at every size: segments and the halving
     // rounds cost more than they overlap there (seventeenth session).
     for (auto bytes : {std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{4} << 20}) {
