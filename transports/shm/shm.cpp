@@ -379,20 +379,14 @@ public:
                    : otherwise;
     }
     request irecv(const message_header& expected, std::span<std::byte> into) override {
-        auto done = mailbox_.post(expected, into, false);
-        if (any_lost_) fail_receives_from_closed(expected.key.source);
-        return done;
+        return post_receive(expected, into, false, false);
     }
     request irecv_combined_at_once(const message_header& expected,
                                    std::span<std::byte> into) override {
-        auto done = mailbox_.post(expected, into, false, true);
-        if (any_lost_) fail_receives_from_closed(expected.key.source);
-        return done;
+        return post_receive(expected, into, false, true);
     }
     request irecv_any_size(const message_header& expected) override {
-        auto done = mailbox_.post(expected, {}, true);
-        if (any_lost_) fail_receives_from_closed(expected.key.source);
-        return done;
+        return post_receive(expected, {}, true, false);
     }
     bool withdraw(const request& receive) override { return mailbox_.withdraw(receive); }
     try_result try_recv(const message_header& expected, std::span<std::byte> into) override {
@@ -520,6 +514,12 @@ private:
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
     int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
+    request post_receive(const message_header& expected, std::span<std::byte> into, bool any_size,
+                         bool combined_at_once) {
+        auto done = mailbox_.post(expected, into, any_size, combined_at_once);
+        if (any_lost_) fail_receives_from_closed(expected.key.source);
+        return done;
+    }
     int await_helper(const rendezvous& r, share_slot& s, std::uint64_t claimed);
     void handle_share(int receiver, const cell_header& h);
     const std::byte* mapping_of(int src, const mapped_source& m);
@@ -1352,14 +1352,6 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
 // sender no longer writes into `into`.
 int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once) {
     const std::uint64_t total = into.size();
-    // What the sender would write stays in its cache, and combining it at
-    // once would fetch it back line by line: where lines travel far, that
-    // costs more than the help saves (options::shared_copy_far_line_ns).
-    if (combined_at_once && share_copies_ && opts_.shared_copy_far_line_ns &&
-        line_ns_ > opts_.shared_copy_far_line_ns) {
-        ++counters_.copies_alone_far;
-        return read_from_peer(r, into, 0);
-    }
     // A message read from our mapping of the sender's buffer is copied at
     // memcpy speed: below two full chunks the sender's help costs more than
     // it saves (2 ranks, 64 KiB broadcast from shared buffers: 1.8 -> 4.7 us).
@@ -1375,6 +1367,14 @@ int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combi
     if (!share_copies_ || total < 2 * chunk || total / chunk >= front_chunks || !cma_to(r.source) ||
         peer_busy() || !has_space(r.source))
         return read_from_peer(r, into, 0);
+    // What the sender would write stays in its cache, and combining it at
+    // once fetches it back line by line: where lines travel far, that costs
+    // more than the help saves (options::shared_copy_far_line_ns).
+    if (combined_at_once && opts_.shared_copy_far_line_ns &&
+        line_ns_ > opts_.shared_copy_far_line_ns) {
+        ++counters_.copies_alone_far;
+        return read_from_peer(r, into, 0);
+    }
     share_slot* s = nullptr;
     std::uint32_t index = 0;
     for (; index < share_slots; ++index) {

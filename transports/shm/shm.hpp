@@ -168,7 +168,7 @@ struct counters {
     std::uint64_t mapped = 0;  // sent from shared memory, copied by the receiver (acknowledged)
     std::uint64_t regions_mapped = 0;   // peers' shared regions this rank mapped
     std::uint64_t copies_shared = 0;    // single-copy receives whose sender was asked to help
-    std::uint64_t copies_alone_far = 0; // combined-at-once receives copied alone (far lines)
+    std::uint64_t copies_alone_far = 0; // would have been shared, but combined at once (far lines)
     std::uint64_t chunks_helped = 0;    // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
