@@ -88,8 +88,8 @@ TEST_CASE("explain: the TCP section of the pure tree") {
     CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
 }
 
-TEST_CASE("explain: a 2-rank reduce of 1 MiB goes in segments where lines travel far") {
-    info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 1 << 20};
+TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
+    info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 2 << 20};
     d.line_ns = 450;
     auto why = explain_call(d);
     CHECK(why.chosen == "segmented_binomial");

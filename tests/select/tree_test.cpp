@@ -125,10 +125,11 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // Where a line takes long between the cores (this machine's slow mode:
     // ~450 ns a round of the shm transport's bounce, ~110 in the quick one),
     // long vectors between two ranks go in segments: each byte crosses once
-    // (twentieth and twenty-first sessions). From 256 to 512 KiB there the
+    // (twentieth and twenty-first sessions). From 256 KiB to 1 MiB there the
     // whole vector goes by single copy into the root's own cache
-    // (receive_use::combined_at_once): 60 us against the segments' 69-72 at
-    // 512 KiB (twenty-second session). Unknown (0) is taken as near.
+    // (receive_use::combined_at_once): 60 us against the segments' 69-118 at
+    // 512 KiB, 117-119 against 122-123 at 1 MiB (twenty-second session).
+    // Unknown (0) is taken as near.
     struct by_distance {
         std::size_t bytes;
         std::string_view far, near;
@@ -137,7 +138,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
              by_distance{256 << 10, "segmented_binomial", "segmented_binomial"},
              by_distance{384 << 10, "binomial", "segmented_binomial"},
              by_distance{512 << 10, "binomial", "segmented_binomial"},
-             by_distance{1 << 20, "segmented_binomial", "rabenseifner"},
+             by_distance{1 << 20, "binomial", "rabenseifner"},
+             by_distance{2 << 20, "segmented_binomial", "rabenseifner"},
              by_distance{16 << 20, "segmented_binomial", "rabenseifner"},
          }) {
         CAPTURE(bytes);
