@@ -1839,6 +1839,20 @@ std::optional<std::size_t> size_from_environment(const char* name) {
     return static_cast<std::size_t>(n) * scale;
 }
 
+// A variable holding nanoseconds, digits only; nullopt when unset or empty.
+std::optional<std::uint32_t> nanoseconds_from_environment(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    const std::string_view text(v);
+    std::uint32_t ns = 0;
+    const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), ns);
+    if (failed != std::errc{} || end != text.data() + text.size())
+        throw error(errc::invalid_argument,
+                    fmt::format("{}='{}' is not a number of nanoseconds (digits only, at most {})",
+                                name, text, std::numeric_limits<std::uint32_t>::max()));
+    return ns;
+}
+
 } // namespace
 
 void apply_environment(options& opts) {
@@ -1854,17 +1868,9 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
-    if (const char* v = std::getenv("TUTTI_SHM_LINE_NS"); v && *v) {
-        const std::string_view text(v);
-        std::uint32_t ns = 0;
-        const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), ns);
-        if (failed != std::errc{} || end != text.data() + text.size())
-            throw error(errc::invalid_argument,
-                        fmt::format("TUTTI_SHM_LINE_NS='{}' is not a number of nanoseconds "
-                                    "(digits only, at most {})",
-                                    text, std::numeric_limits<std::uint32_t>::max()));
-        opts.line_ns = ns;
-    }
+    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
+    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
+        opts.shared_copy_far_line_ns = *ns;
     if (const char* v = std::getenv("TUTTI_SHM_CELL_STORES"); v && *v) {
         const std::string_view name(v);
         if (name == "adaptive")

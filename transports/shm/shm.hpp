@@ -105,6 +105,7 @@ struct options {
     // line (2 ranks, binomial reduce of 512 KiB in this machine's slow mode:
     // 86.8 us shared, 61.4 alone; in the quick mode sharing stays ahead, 55
     // against 59). 0: such messages are shared like any other.
+    // TUTTI_SHM_SHARED_COPY_FAR_LINE_NS=N.
     std::uint32_t shared_copy_far_line_ns = 250;
     // Where each rank has a core, a message through the cells of more than
     // one cell's payload and at most four, which its sender is not
@@ -153,7 +154,8 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
 // TUTTI_SHM_SHARED_COPY_CHUNK and TUTTI_SHM_PIPELINE_PIECE, each a byte count
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
-// streaming) and TUTTI_SHM_LINE_NS (nanoseconds, digits only). Every
+// streaming), TUTTI_SHM_LINE_NS and TUTTI_SHM_SHARED_COPY_FAR_LINE_NS
+// (nanoseconds, digits only). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
 // tutti::error.

@@ -1358,20 +1358,29 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     ::setenv("TUTTI_SHM_LINE_NS", "250", 1);
     shm::apply_environment(opts);
     CHECK(opts.line_ns == std::optional<std::uint32_t>(250));
-    for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
-        CAPTURE(bad);
-        ::setenv("TUTTI_SHM_LINE_NS", bad, 1);
-        opts.line_ns.reset();
-        try {
-            shm::apply_environment(opts);
-            // An empty variable is no setting at all.
-            CHECK(std::string_view(bad).empty());
-            CHECK_FALSE(opts.line_ns.has_value());
-        } catch (const tutti::error& e) {
-            CHECK(e.code() == errc::invalid_argument);
-            CHECK(std::string(e.what()).find(fmt::format("TUTTI_SHM_LINE_NS='{}'", bad)) !=
-                  std::string::npos);
-        }
-    }
     ::unsetenv("TUTTI_SHM_LINE_NS");
+    ::setenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS", "400", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.shared_copy_far_line_ns == 400);
+    ::unsetenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS");
+    for (const char* variable : {"TUTTI_SHM_LINE_NS", "TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"}) {
+        for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
+            CAPTURE(variable);
+            CAPTURE(bad);
+            ::setenv(variable, bad, 1);
+            opts = {};
+            try {
+                shm::apply_environment(opts);
+                // An empty variable is no setting at all.
+                CHECK(std::string_view(bad).empty());
+                CHECK_FALSE(opts.line_ns.has_value());
+                CHECK(opts.shared_copy_far_line_ns == shm::options{}.shared_copy_far_line_ns);
+            } catch (const tutti::error& e) {
+                CHECK(e.code() == errc::invalid_argument);
+                CHECK(std::string(e.what()).find(fmt::format("{}='{}'", variable, bad)) !=
+                      std::string::npos);
+            }
+        }
+        ::unsetenv(variable);
+    }
 }
