@@ -25,14 +25,6 @@ nlohmann::json steps_json(const std::vector<decision_tree::step>& steps) {
     return out;
 }
 
-nlohmann::json capabilities_json(const transport_capabilities& c) {
-    return {{"single_copy", c.single_copy},
-            {"remote_memory_access", c.remote_memory_access},
-            {"latency_us", c.latency_us},
-            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
-            {"line_ns", c.line_ns}};
-}
-
 // What each transport name stands for; its capabilities come from a live
 // endpoint (in-process here, the job's when tutti-info runs in one).
 constexpr std::array<std::pair<std::string_view, std::string_view>, 4> transport_notes = {{
@@ -282,6 +274,14 @@ std::string topology_text() {
     auto text = "topology:\n" + topology::describe(topology::discover());
     if (!text.ends_with('\n')) text += '\n';
     return text;
+}
+
+nlohmann::json capabilities_json(const transport_capabilities& c) {
+    return {{"single_copy", c.single_copy},
+            {"remote_memory_access", c.remote_memory_access},
+            {"latency_us", c.latency_us},
+            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
+            {"line_ns", c.line_ns}};
 }
 
 } // namespace tutti::info

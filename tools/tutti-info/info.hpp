@@ -45,6 +45,8 @@ double selection_cost_ns(const call_signature& call, const selection_request& re
                          int iterations, bool walk);
 
 nlohmann::json to_json(const selection_explanation& why);
+// A transport's capabilities, the same keys wherever tutti-info prints them.
+nlohmann::json capabilities_json(const transport_capabilities& c);
 nlohmann::json catalog_json();
 std::string catalog_text();
 nlohmann::json transports_json();

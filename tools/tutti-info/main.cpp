@@ -36,11 +36,9 @@ void print_job_transport(bool json) {
         const auto& t = job.world().transport();
         const auto c = t.capabilities();
         if (json) {
-            nlohmann::json out = {
-                {"job_transport", t.name()},    {"ranks", job.size()},
-                {"single_copy", c.single_copy}, {"remote_memory_access", c.remote_memory_access},
-                {"latency_us", c.latency_us},   {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
-                {"line_ns", c.line_ns}};
+            auto out = tutti::info::capabilities_json(c);
+            out["job_transport"] = t.name();
+            out["ranks"] = job.size();
             std::puts(out.dump(2).c_str());
         } else {
             fmt::print("this job's transport: {} ({} ranks): single copy {}, remote memory "
