@@ -18,6 +18,8 @@
 #include <CLI/CLI.hpp>
 #include <pthread.h>
 
+#include "two_cpus.hpp"
+
 namespace {
 
 struct alignas(64) line {
@@ -50,19 +52,9 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     CLI11_PARSE(app, argc, argv);
 
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-        std::perror("line_bounce: sched_getaffinity");
-        return 2;
-    }
-    int cpus[2] = {-1, -1};
-    for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu)
-        if (CPU_ISSET(cpu, &allowed)) cpus[found++] = cpu;
-    if (cpus[1] < 0) {
-        std::fprintf(stderr, "line_bounce: this process may run on one CPU only; it needs two\n");
-        return 2;
-    }
+    const auto found = tutti_bench::first_two_cpus("line_bounce");
+    if (!found) return 2;
+    const auto cpus = *found;
     if (!pin_to(cpus[0])) {
         std::fprintf(stderr, "line_bounce: cannot pin to CPU %d\n", cpus[0]);
         return 2;
