@@ -66,6 +66,18 @@ bool pin_to(int cpu) {
     }
 }
 
+// Spins until `ready` holds; false if the child exited meanwhile (it is
+// looked for every so many rounds, so that a dead holder is no hang).
+template <typename Ready>
+bool spin_until(Ready ready, pid_t child) {
+    for (unsigned long spins = 1; !ready(); ++spins)
+        if (spins % (1u << 20) == 0 && waitpid(child, nullptr, WNOHANG) == child) {
+            std::fprintf(stderr, "cma_pieces: the holder process exited\n");
+            return false;
+        }
+    return true;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -104,8 +116,7 @@ int main(int argc, char** argv) {
     }
     if (child == 0) run_child(r, cpus[1], count, sender_writes);
     pin_to(cpus[0]);
-    while (r.pid.load() == 0) {
-    }
+    if (!spin_until([&] { return r.pid.load() != 0; }, child)) return 1;
 
     std::vector<std::int32_t> mine(count, 2), result(count);
     std::vector<std::byte> incoming(bytes);
@@ -118,7 +129,10 @@ int main(int argc, char** argv) {
         std::vector<double> took;
         for (int k = 0; k < rounds && status == 0; ++k) {
             r.go.store(++round, std::memory_order_release);
-            while (r.written.load(std::memory_order_acquire) < round) {
+            if (!spin_until([&] { return r.written.load(std::memory_order_acquire) >= round; },
+                            child)) {
+                status = 1;
+                break;
             }
             const auto start = std::chrono::steady_clock::now();
             for (std::size_t at = 0; at < bytes && status == 0; at += piece) {
