@@ -42,15 +42,8 @@ struct rendezvous {
     std::atomic<pid_t> pid{0};
 };
 
-bool pin_to(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set) == 0;
-}
-
 [[noreturn]] void run_child(rendezvous& r, int cpu, std::size_t count, bool writes) {
-    pin_to(cpu);
+    tutti_bench::pin_to(cpu);
     std::vector<std::int32_t> vector(count, 1);
     r.address.store(reinterpret_cast<std::uintptr_t>(vector.data()));
     r.pid.store(getpid());
@@ -115,7 +108,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (child == 0) run_child(r, cpus[1], count, sender_writes);
-    pin_to(cpus[0]);
+    tutti_bench::pin_to(cpus[0]);
     if (!spin_until([&] { return r.pid.load() != 0; }, child)) return 1;
 
     std::vector<std::int32_t> mine(count, 2), result(count);

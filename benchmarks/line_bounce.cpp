@@ -28,13 +28,6 @@ struct alignas(64) line {
 
 line first_line, second_line;
 
-bool pin_to(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 void bounce(line& mine, const line& peer, long rounds) {
     for (long k = 1; k <= rounds; ++k) {
         mine.value.store(k, std::memory_order_release);
@@ -55,7 +48,7 @@ int main(int argc, char** argv) {
     const auto found = tutti_bench::first_two_cpus("line_bounce");
     if (!found) return 2;
     const auto cpus = *found;
-    if (!pin_to(cpus[0])) {
+    if (!tutti_bench::pin_to(cpus[0])) {
         std::fprintf(stderr, "line_bounce: cannot pin to CPU %d\n", cpus[0]);
         return 2;
     }
@@ -63,7 +56,7 @@ int main(int argc, char** argv) {
     std::thread other([&] {
         // Unpinned, it still bounces (its figure then means less): the
         // main thread waits for it either way.
-        if (!pin_to(cpus[1]))
+        if (!tutti_bench::pin_to(cpus[1]))
             std::fprintf(stderr, "line_bounce: cannot pin to CPU %d; running unpinned\n", cpus[1]);
         bounce(second_line, first_line, rounds);
     });

@@ -1,7 +1,8 @@
 // The two CPUs a two-sided measurement pins its sides to (line_bounce,
-// cma_pieces): the first two this process may run on.
+// cma_pieces): the first two this process may run on, and the pinning.
 #pragma once
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <array>
@@ -27,6 +28,14 @@ inline std::optional<std::array<int, 2>> first_two_cpus(const char* program) {
         return std::nullopt;
     }
     return cpus;
+}
+
+// Pins the calling thread to `cpu`; false if the system refuses.
+inline bool pin_to(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 } // namespace tutti_bench
