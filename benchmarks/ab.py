@@ -21,10 +21,15 @@ it still does after the round; --slow-above 180 keeps the slow mode's
 rounds instead.
 
 A NAME=PATH may be a script that runs tutti-bench with more options, to
-compare algorithms: `exec tutti-bench "$@" -a binomial`.
+compare algorithms: `exec tutti-bench "$@" -a binomial`, or settings:
+`TUTTI_TCP_CONGESTION=reno exec tutti-bench "$@"`.
+
+With --netns, every rank runs in a network namespace of its own over the
+TCP transport, as compare.py --mode netns does (needs root and iproute2).
 """
 
 import argparse
+import contextlib
 import csv
 import os
 import statistics
@@ -33,6 +38,7 @@ import sys
 import tempfile
 
 from calm import add_mode_options, gate_from
+from netns_hosts import enter_hosts
 
 
 def main():
@@ -52,6 +58,9 @@ def main():
                         help="compare whole iterations (the benchmark's barrier and the call, "
                              "the slowest rank's wall time; tutti-bench's iteration_us) instead "
                              "of the call alone")
+    parser.add_argument("--netns", action="store_true",
+                        help="TCP between network namespaces, one per rank (compare.py's "
+                             "netns mode)")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
     add_mode_options(parser)
@@ -75,6 +84,30 @@ def main():
     gate = gate_from(args, build, "ab")
 
     column = "iteration_us" if args.per_iteration else "max_us"
+    with contextlib.ExitStack() as cleanup:
+        hosts = enter_hosts(cleanup, int(args.ranks), "ab") if args.netns else None
+        medians = rounds(args, labelled, launcher, gate, column, hosts)
+    names = [n for n, _ in labelled]
+    what = ("wall time per whole iteration" if args.per_iteration else "mean")
+    calm = f"; {gate.describe()}" if gate else ""
+    where = "; TCP between network namespaces" if args.netns else ""
+    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
+          f"{args.ranks} ranks, bind {args.bind}{calm}{where}")
+    width = max(12, *(len(n) + 2 for n in names))
+    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
+    for key in sorted(medians):
+        cells = "".join(
+            f"{shown(statistics.median(medians[key][n])):>{width}}" if n in medians[key]
+            else f"{'-':>{width}}"
+            for n in names)
+        print(f"{key[0]:<16}{key[1]:>10}{cells}")
+
+
+def rounds(args, labelled, launcher, gate, column, hosts):
+    """(collective, bytes) -> label -> the slowest rank's figure of each round."""
+    env = dict(os.environ)
+    if hosts is not None:
+        env.update(hosts.environment(), TUTTI_TRANSPORT="tcp")
     medians = {}
     r = 0
     while r < args.rounds:
@@ -86,12 +119,16 @@ def main():
             print(f"ab: round {r + 1} of {args.rounds}: {name}", file=sys.stderr)
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "run.csv")
-                cmd = [launcher, "-n", args.ranks, "--bind", args.bind, "--", path,
-                       args.collectives, "-m", args.sizes, "--time-limit", args.time_limit,
-                       "-q", "--csv", out]
+                program = [path, args.collectives, "-m", args.sizes, "--time-limit",
+                           args.time_limit, "-q", "--csv", out]
                 if args.iterations:
-                    cmd += ["-i", args.iterations]
-                done = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+                    program += ["-i", args.iterations]
+                cmd = [launcher, "-n", args.ranks, "--bind", args.bind]
+                if hosts is not None:
+                    cmd += hosts.tuttirun_options() + ["--"] + hosts.wrap(program)
+                else:
+                    cmd += ["--"] + program
+                done = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env)
                 if done.returncode != 0:
                     sys.exit(f"ab: {' '.join(cmd)} failed with status {done.returncode}")
                 with open(out) as f:
@@ -107,19 +144,7 @@ def main():
             for name, value in by_name.items():
                 medians.setdefault(key, {}).setdefault(name, []).append(value)
         r += 1
-    names = [n for n, _ in labelled]
-    what = ("wall time per whole iteration" if args.per_iteration else "mean")
-    calm = f"; {gate.describe()}" if gate else ""
-    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
-          f"{args.ranks} ranks, bind {args.bind}{calm}")
-    width = max(12, *(len(n) + 2 for n in names))
-    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
-    for key in sorted(medians):
-        cells = "".join(
-            f"{shown(statistics.median(medians[key][n])):>{width}}" if n in medians[key]
-            else f"{'-':>{width}}"
-            for n in names)
-        print(f"{key[0]:<16}{key[1]:>10}{cells}")
+    return medians
 
 
 def shown(us):

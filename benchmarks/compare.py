@@ -9,6 +9,7 @@ each, the ratio tutti / best MPI (below 1: tutti is faster) and bandwidths.
     python3 benchmarks/compare.py                                  # shm, 2 ranks, defaults
     python3 benchmarks/compare.py --ranks 2,4,8 --collectives all_reduce --sizes 8,1M
     python3 benchmarks/compare.py --mode tcp --ranks 2,4 --sizes 64K:16M
+    python3 benchmarks/compare.py --mode netns --ranks 2,4 --sizes 64K,1M,16M
     python3 benchmarks/compare.py --memcpy --csv ratios.csv --raw runs.csv -- --buffers 4
 
 Arguments after `--` go to every benchmark program (tutti-bench options:
@@ -17,15 +18,20 @@ Arguments after `--` go to every benchmark program (tutti-bench options:
 Modes: shm (tutti with TUTTI_TRANSPORT=shm; the MPIs' defaults, shared
 memory between ranks of one machine) and tcp (TUTTI_TRANSPORT=tcp; Open MPI
 `--mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo`; MPICH
-`MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=lo`). As root, Open MPI is
-given OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1, and `--oversubscribe` above 2
-ranks on this 2-core machine.
+`MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=lo`), and netns: TCP as
+in tcp, but every rank in a network namespace of its own, so that every
+connection crosses veth pairs and a bridge (MTU 1500) as between hosts
+(benchmarks/netns_hosts.py; needs root and iproute2; the MPIs use eth0
+instead of lo, Open MPI's PMIx listens on the launcher's leg of the
+bridge). As root, Open MPI is given OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1, and
+`--oversubscribe` above 2 ranks on this 2-core machine.
 
 --raw writes every run's rows (tutti-bench CSV columns plus `repeat`), which
 tools/plot_bench.py plots as medians. Exit status: 0, or 1 when a run failed
 or a result was wrong.
 """
 import argparse
+import contextlib
 import csv
 import os
 import shutil
@@ -36,6 +42,7 @@ import sys
 import tempfile
 
 from calm import add_mode_options, gate_from
+from netns_hosts import enter_hosts
 
 # tutti-shared: tutti-bench --memory shared, its buffers allocated through
 # tutti (tutti::shared_allocator) so that peers copy out of their mapping.
@@ -71,6 +78,17 @@ class runner:
         self.openmpi_run = shutil.which("mpirun.openmpi") or shutil.which("mpiexec.openmpi")
         self.mpich_run = shutil.which("mpiexec.mpich") or shutil.which("mpirun.mpich")
         self.failures = 0
+        # compare.py's netns mode: the namespaces, one per rank (netns_hosts).
+        self.hosts = None
+        self.transport = "shm" if args.mode == "shm" else "tcp"
+        self.interface = "eth0" if args.mode == "netns" else "lo"
+
+    def in_namespaces(self, program, env):
+        """program, started in its rank's namespace in the netns mode."""
+        if self.hosts is None:
+            return program
+        env.update(self.hosts.environment())
+        return self.hosts.wrap(program)
 
     def available(self, impl):
         if impl in TUTTIS:
@@ -87,32 +105,41 @@ class runner:
             command.append("--oversubscribe")
         if self.args.bind != "default":
             command += ["--bind-to", self.args.bind]
-        if self.args.mode == "tcp":
+        if self.transport == "tcp":
             command += ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
-                        "--mca", "btl_tcp_if_include", "lo"]
+                        "--mca", "btl_tcp_if_include", self.interface]
+        if self.hosts is not None:
+            # The ranks, each in its namespace, reach mpirun's PMIx server
+            # over the launcher's leg of the bridge, not over loopback.
+            env.update(PMIX_MCA_ptl_tcp_remote_connections="1",
+                       PMIX_MCA_ptl_tcp_if_include=self.hosts.leg)
         return command
 
     def command_for(self, impl, ranks, program_args, env):
         if impl in TUTTIS:
             if impl == "tutti-shared":
                 program_args = program_args + ["--memory", "shared"]
-            env["TUTTI_TRANSPORT"] = self.args.mode
+            env["TUTTI_TRANSPORT"] = self.transport
+            program = self.in_namespaces([self.bench] + program_args, env)
             if self.args.tutti_launcher == "mpirun":
-                return self.openmpi_prefix(ranks, env) + [self.bench] + program_args
+                return self.openmpi_prefix(ranks, env) + program
             command = [self.tuttirun, "-n", str(ranks), "--timeout",
                        str(int(self.args.timeout * 1000))]
             if self.args.bind != "default":
                 command += ["--bind", self.args.bind]
-            return command + ["--", self.bench] + program_args
-        program_args = program_args + ["--transport", self.args.mode]
+            if self.hosts is not None:
+                command += self.hosts.tuttirun_options()
+            return command + ["--"] + program
+        program = self.in_namespaces(
+            [self.mpi[impl]] + program_args + ["--transport", self.transport], env)
         if impl == "openmpi":
-            return self.openmpi_prefix(ranks, env) + [self.mpi["openmpi"]] + program_args
-        if self.args.mode == "tcp":
-            env.update(MPIR_CVAR_NOLOCAL="1", UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+            return self.openmpi_prefix(ranks, env) + program
+        if self.transport == "tcp":
+            env.update(MPIR_CVAR_NOLOCAL="1", UCX_TLS="tcp", UCX_NET_DEVICES=self.interface)
         command = [self.mpich_run, "-n", str(ranks)]
         if self.args.bind != "default":
             command += ["-bind-to", self.args.bind]
-        return command + [self.mpi["mpich"]] + program_args
+        return command + program
 
     def run(self, impl, ranks, program_args, csv_path):
         env = dict(os.environ)
@@ -157,7 +184,8 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     parser.add_argument("--build", help="the build directory (default: build/, else build-*)")
-    parser.add_argument("--mode", choices=["shm", "tcp"], default="shm")
+    parser.add_argument("--mode", choices=["shm", "tcp", "netns"], default="shm",
+                        help="shm, tcp over loopback, or tcp between network namespaces")
     parser.add_argument("--ranks", default="2", help="rank counts, e.g. 2,4,8")
     parser.add_argument("--collectives", default="all_reduce,broadcast,barrier,all_gather,all_to_all",
                         help="comma list, or all")
@@ -203,7 +231,10 @@ def main():
         program_args.append("--validate")
 
     raw = []
-    with tempfile.TemporaryDirectory(prefix="tutti-compare.") as tmp:
+    with contextlib.ExitStack() as cleanup, tempfile.TemporaryDirectory(
+            prefix="tutti-compare.") as tmp:
+        if args.mode == "netns":
+            r.hosts = enter_hosts(cleanup, max(ranks_list), "compare")
         csv_path = os.path.join(tmp, "run.csv")
         repeat = 0
         while repeat < args.repeats:
@@ -239,9 +270,10 @@ def main():
         key = (x["collective"], int(x["ranks"]), int(x["bytes"]))
         groups.setdefault(key, {}).setdefault(x["implementation"], []).append(x)
     transports = sorted({x["transport"] for x in raw if x["implementation"] == "tutti"})
-    if transports and not any(args.mode in t for t in transports):
+    if transports and not any(r.transport in t for t in transports):
         print(f"compare: WARNING: mode {args.mode}, but tutti reports transport "
-              f"{', '.join(transports)} (is TUTTI_TRANSPORT={args.mode} supported by this build?)",
+              f"{', '.join(transports)} (is TUTTI_TRANSPORT={r.transport} supported by this "
+              "build?)",
               file=sys.stderr)
 
     mpis = [m for m in implementations if m not in TUTTIS]

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Smoke test of the benchmarks' netns mode: compare.py --mode netns runs
+tutti and Open MPI (when built) with every rank in a network namespace of its
+own, one short round with every result checked, and ab.py --netns runs two
+labels of tutti-bench the same way. Checks the tables name every size, that
+tutti reports the TCP transport, and that no namespace or interface of the
+runs is left behind.
+
+    netns_smoke.py BUILD_DIR
+
+Exit status 0 when all holds, 77 (skipped, for meson) where network
+namespaces cannot be made (not root, no iproute2), else 1 with the reason.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS = os.path.dirname(HERE)
+failures = []
+passes = []
+
+
+def check(condition, what):
+    print(f"{'ok' if condition else 'FAIL'}: {what}", flush=True)
+    (passes if condition else failures).append(what)
+
+
+def ours_left():
+    """Namespaces and links named as netns_hosts names them (tcmp<pid>)."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return [w for w in (names + links).split() if w.startswith("tcmp")]
+
+
+def run(command):
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    probe = subprocess.run(["ip", "netns", "add", f"tcmpprobe{os.getpid()}"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"netns smoke: SKIP: cannot make network namespaces here ({probe.stderr.strip()})")
+        return 77
+    subprocess.run(["ip", "netns", "delete", f"tcmpprobe{os.getpid()}"])
+    before = ours_left()
+
+    status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "compare.py"), "--build",
+                            build, "--mode", "netns", "--ranks", "2", "--collectives",
+                            "all_reduce,broadcast", "--sizes", "8,64K", "--repeats", "1",
+                            "--implementations", "tutti,openmpi", "--", "--time-limit", "0.05"])
+    check(status == 0, f"compare.py --mode netns exits 0 (it exited {status}"
+                       f"{'; stderr: ' + err[-2000:] if status else ''})")
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    for collective in ("all_reduce", "broadcast"):
+        for size in (["8", "B"], ["64", "KiB"]):
+            check(any(r[:1] == [collective] and r[2:4] == size for r in rows),
+                  f"compare.py's table has {collective} of {' '.join(size)}")
+    check("tutti transport: tcp" in out, "tutti reports the TCP transport")
+    check("WRONG RESULT" not in err, "no wrong result")
+
+    bench = os.path.join(build, "tools", "tutti-bench", "tutti-bench")
+    status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "ab.py"), "--netns",
+                            "--rounds", "1", "--bind", "none", "-c", "all_reduce", "-m", "64K",
+                            "--time-limit", "0.05", "--tuttirun",
+                            os.path.join(build, "tools", "tuttirun", "tuttirun"),
+                            f"one={bench}", f"two={bench}"])
+    check(status == 0, f"ab.py --netns exits 0 (it exited {status}"
+                       f"{'; stderr: ' + err[-2000:] if status else ''})")
+    check("between network namespaces" in out and any(
+        line.split()[:2] == ["all_reduce", "65536"] for line in out.splitlines()),
+        "ab.py's table has the 64 KiB all_reduce, taken between namespaces")
+
+    check(ours_left() == before, f"no namespace or link left behind ({ours_left()})")
+    print(f"{len(passes)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
