@@ -189,8 +189,18 @@ struct peer {
     std::exception_ptr failure; // why sends to it fail (closed or lost)
 };
 
-// options::congestion_control's choice for a connection within this host.
-constexpr std::string_view within_host_congestion_control = "reno";
+// options::congestion_control's choice for a connection within this host,
+// and for one between hosts where the system's default paces.
+constexpr std::string_view non_pacing_congestion_control = "reno";
+
+// Whether a congestion control paces its sends: BBR and its successors send
+// each burst at the rate they measured last, which held 1 MiB collectives
+// back 2-3 times over loopback and over veth between network namespaces
+// alike (docs/transport-tcp.md); the loss-based ones (reno, cubic, dctcp)
+// send a burst as fast as the window allows.
+bool paces(std::string_view name) {
+    return name.starts_with("bbr");
+}
 
 // A congestion control named in the options or the environment must exist
 // here: a misspelt name would otherwise be dropped without a word.
@@ -734,24 +744,29 @@ asio::awaitable<void> core::connect_to(int dest) {
 // connection works as well with the system's choice, only slower).
 void core::choose_congestion_control(ip::tcp::socket& socket) {
 #ifdef TCP_CONGESTION
+    const int fd = socket.native_handle();
+    const auto in_use_now = [fd] {
+        std::array<char, 16> in_use{};
+        auto length = static_cast<socklen_t>(in_use.size() - 1);
+        if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, in_use.data(), &length) != 0)
+            in_use[0] = '\0';
+        return in_use;
+    };
     std::string name = congestion_control_;
     if (name.empty()) {
         asio::error_code local_error, remote_error;
         const auto local = socket.local_endpoint(local_error);
         const auto remote = socket.remote_endpoint(remote_error);
-        if (!local_error && !remote_error && local.address() == remote.address())
-            name = within_host_congestion_control;
+        const bool within_host =
+            !local_error && !remote_error && local.address() == remote.address();
+        if (within_host || paces(in_use_now().data())) name = non_pacing_congestion_control;
     }
-    const int fd = socket.native_handle();
     if (!name.empty() && name != "system" &&
         setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
                    static_cast<socklen_t>(name.size())) != 0)
         debug("rank {}: TCP congestion control '{}' refused ({}); the system's default stays",
               rank_, name, std::strerror(errno));
-    std::array<char, 16> in_use{};
-    auto length = static_cast<socklen_t>(in_use.size() - 1);
-    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, in_use.data(), &length) == 0)
-        counters_.congestion_control = in_use;
+    counters_.congestion_control = in_use_now();
 #else
     (void)socket;
 #endif

@@ -52,11 +52,13 @@ struct options {
     // The congestion control of this rank's connections (Linux's
     // TCP_CONGESTION), set once a connection is up:
     // - "" (the default): reno on a connection whose two ends have the same
-    //   address, that is within this host, and the system's default on the
-    //   others. BBR, a common default, paces every burst at the rate it last
-    //   measured; over loopback 1 and 16 MiB collectives took up to 1.9
-    //   times as long with it (docs/transport-tcp.md). Reno is the one every
-    //   process may choose, and with nothing lost it only grows its window.
+    //   address, that is within this host; on the others the system's
+    //   default, unless that paces (BBR), then reno too. BBR, a common
+    //   default, sends every burst at the rate it last measured; 1 and
+    //   16 MiB collectives took up to 1.9 times as long with it over
+    //   loopback and up to 3 times over veth between network namespaces
+    //   (docs/transport-tcp.md). Reno is the one every process may choose,
+    //   and with nothing lost it only grows its window.
     // - "system": the system's default on every connection.
     // - a name: that one on every connection; it must be one of
     //   /proc/sys/net/ipv4/tcp_available_congestion_control. One that is not

@@ -415,6 +415,8 @@ namespace {
 // The congestion control a connection from a hand-driven peer got, once a
 // message over it has arrived (the transport sets it as the connection
 // comes up).
+// listen_address 127.0.0.2 stands for another host: the peer connects from
+// 127.0.0.1, so the connection's two ends have different addresses.
 std::string congestion_control_after_a_message(const tcp::options& o) {
     asio::io_context io;
     fake_bootstrap boot({"127.0.0.1:9"});
@@ -459,6 +461,18 @@ TEST_CASE("tcp transport: a connection within the host runs reno unless told oth
     CHECK(congestion_control_after_a_message(o) == system_congestion_control());
     o.congestion_control = "reno";
     CHECK(congestion_control_after_a_message(o) == "reno");
+}
+
+TEST_CASE("tcp transport: a connection between hosts keeps the system's default unless it paces") {
+    if (!congestion_control_testable()) return;
+    auto o = test_options();
+    o.listen_address = "127.0.0.2";
+    const auto system = system_congestion_control();
+    const bool paces = system.starts_with("bbr");
+    INFO("the system's default: " << system);
+    CHECK(congestion_control_after_a_message(o) == (paces ? "reno" : system));
+    o.congestion_control = "system";
+    CHECK(congestion_control_after_a_message(o) == system);
 }
 
 TEST_CASE("tcp transport: an unknown congestion control is refused, naming the ones there are") {
