@@ -34,7 +34,13 @@ def ours_left():
 
 
 def run(command):
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    # In the sanitizer build the MPI reference is instrumented too, and Open
+    # MPI leaves what its components allocated in MPI_Init; they are unloaded
+    # before the check, so no suppression can name them. Leaks of tutti-bench
+    # are checked by tutti-bench-smoke; this test is about the namespaces.
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     return done.returncode, done.stdout, done.stderr
 
 
