@@ -31,7 +31,8 @@ class netns_unavailable(Exception):
 class netns_hosts:
     def __init__(self, ranks):
         if not 1 <= ranks <= 253:
-            raise ValueError(f"netns_hosts: {ranks} ranks; this subnet holds 1 to 253")
+            raise ValueError(f"the netns mode cannot place {ranks} ranks: its subnet holds "
+                             "1 to 253 (one address per rank)")
         self.ranks = ranks
         # Names carry the process id, so that two runs at once do not meet;
         # an interface name has at most 15 characters.
@@ -117,6 +118,8 @@ def enter_hosts(stack, ranks, who):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return stack.enter_context(netns_hosts(ranks))
+    except ValueError as e:
+        sys.exit(f"{who}: {e}")
     except netns_unavailable as e:
         sys.exit(f"{who}: cannot make network namespaces here ({e}); the netns mode needs "
                  "root (or CAP_SYS_ADMIN) and iproute2")

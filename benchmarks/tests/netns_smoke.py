@@ -8,10 +8,13 @@ runs is left behind.
 
     netns_smoke.py BUILD_DIR
 
-Exit status 0 when all holds, 77 (skipped, for meson) where network
-namespaces cannot be made (not root, no iproute2), else 1 with the reason.
+Also checks two refusals: netns_rank.sh without its environment, and more
+ranks than the namespaces' subnet holds. Exit status 0 when all holds, 77
+(skipped, for meson) where network namespaces cannot be made (not root, no
+iproute2), else 1 with the reason.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -44,8 +47,32 @@ def run(command):
     return done.returncode, done.stdout, done.stderr
 
 
+def refusals(build):
+    """Bad input, refused with its reason before any namespace is made."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TUTTI_COMPARE_NETNS", "TUTTI_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")}
+    done = subprocess.run([os.path.join(BENCHMARKS, "netns_rank.sh"), "true"],
+                          capture_output=True, text=True, env=env)
+    check(done.returncode == 2 and "needs TUTTI_COMPARE_NETNS and a rank" in done.stderr,
+          f"netns_rank.sh without its environment exits 2 naming what it needs "
+          f"({done.returncode}: {done.stderr.strip()})")
+    status, _, err = run([sys.executable, os.path.join(BENCHMARKS, "compare.py"), "--build",
+                          build, "--mode", "netns", "--ranks", "254", "--repeats", "1",
+                          "--implementations", "tutti"])
+    check(status == 1 and "cannot place 254 ranks" in err,
+          f"compare.py --mode netns --ranks 254 exits 1 naming the limit ({status}: "
+          f"{err.strip()[-300:]})")
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
+    refusals(build)
+    if failures:
+        print(f"{len(passes)} passed, {len(failures)} failed")
+        return 1
+    if shutil.which("ip") is None:
+        print("netns smoke: SKIP: iproute2's ip is not installed")
+        return 77
     probe = subprocess.run(["ip", "netns", "add", f"tcmpprobe{os.getpid()}"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
