@@ -25,7 +25,9 @@ compare algorithms: `exec tutti-bench "$@" -a binomial`, or settings:
 `TUTTI_TCP_CONGESTION=reno exec tutti-bench "$@"`.
 
 With --netns, every rank runs in a network namespace of its own over the
-TCP transport, as compare.py --mode netns does (needs root and iproute2).
+TCP transport, as compare.py --mode netns does (needs root and iproute2);
+with --ranks-per-host K as well, K ranks share each namespace, over shared
+memory within it and TCP between (shm+tcp).
 """
 
 import argparse
@@ -61,10 +63,17 @@ def main():
     parser.add_argument("--netns", action="store_true",
                         help="TCP between network namespaces, one per rank (compare.py's "
                              "netns mode)")
+    parser.add_argument("--ranks-per-host", type=int, default=1, metavar="K",
+                        help="with --netns: K ranks per namespace (host), shared memory within "
+                             "a host and TCP between (compare.py --ranks-per-host)")
     parser.add_argument("--tuttirun", default=None,
                         help="the launcher (default: build/tools/tuttirun/tuttirun)")
     add_mode_options(parser)
     args = parser.parse_args()
+    if args.ranks_per_host != 1 and not args.netns:
+        parser.error("--ranks-per-host places ranks on the hosts of --netns: give --netns")
+    if args.ranks_per_host < 1:
+        parser.error(f"--ranks-per-host must be at least 1, not {args.ranks_per_host}")
 
     labelled = []
     for item in args.binaries:
@@ -85,12 +94,14 @@ def main():
 
     column = "iteration_us" if args.per_iteration else "max_us"
     with contextlib.ExitStack() as cleanup:
-        hosts = enter_hosts(cleanup, int(args.ranks), "ab") if args.netns else None
+        hosts = (enter_hosts(cleanup, int(args.ranks), "ab", args.ranks_per_host)
+                 if args.netns else None)
         medians = rounds(args, labelled, launcher, gate, column, hosts)
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
     calm = f"; {gate.describe()}" if gate else ""
-    where = "; TCP between network namespaces" if args.netns else ""
+    where = ("" if not args.netns else "; TCP between network namespaces" if args.ranks_per_host == 1
+             else f"; {args.ranks_per_host} ranks per network namespace, shm within, TCP between")
     print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
           f"{args.ranks} ranks, bind {args.bind}{calm}{where}")
     width = max(12, *(len(n) + 2 for n in names))
@@ -107,7 +118,9 @@ def rounds(args, labelled, launcher, gate, column, hosts):
     """(collective, bytes) -> label -> the slowest rank's figure of each round."""
     env = dict(os.environ)
     if hosts is not None:
-        env.update(hosts.environment(), TUTTI_TRANSPORT="tcp")
+        # Several ranks per host: shm+tcp (TUTTI_TRANSPORT=auto).
+        env.update(hosts.environment(),
+                   TUTTI_TRANSPORT="tcp" if hosts.ranks_per_host == 1 else "auto")
     medians = {}
     r = 0
     while r < args.rounds:

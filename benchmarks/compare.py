@@ -10,6 +10,7 @@ each, the ratio tutti / best MPI (below 1: tutti is faster) and bandwidths.
     python3 benchmarks/compare.py --ranks 2,4,8 --collectives all_reduce --sizes 8,1M
     python3 benchmarks/compare.py --mode tcp --ranks 2,4 --sizes 64K:16M
     python3 benchmarks/compare.py --mode netns --ranks 2,4 --sizes 64K,1M,16M
+    python3 benchmarks/compare.py --mode netns --ranks 4 --ranks-per-host 2
     python3 benchmarks/compare.py --memcpy --csv ratios.csv --raw runs.csv -- --buffers 4
 
 Arguments after `--` go to every benchmark program (tutti-bench options:
@@ -23,7 +24,13 @@ in tcp, but every rank in a network namespace of its own, so that every
 connection crosses veth pairs and a bridge (MTU 1500) as between hosts
 (benchmarks/netns_hosts.py; needs root and iproute2; the MPIs use eth0
 instead of lo, Open MPI's PMIx listens on the launcher's leg of the
-bridge). As root, Open MPI is given OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1, and
+bridge). With --ranks-per-host K > 1 (netns mode only) rank r runs on host
+r // K, and every implementation uses shared memory within a host and TCP
+between hosts: tutti TUTTI_TRANSPORT=auto (shm+tcp), the MPIs their defaults
+(Open MPI `--mca btl vader,tcp,self --mca pml ob1`), each started as on a
+cluster, one daemon per host (mpirun `--host h0:K,...` with
+benchmarks/netns_agent.sh as its remote shell, mpiexec `-hosts` and
+`-launcher-exec` likewise). As root, Open MPI is given OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1, and
 `--oversubscribe` above 2 ranks on this 2-core machine.
 
 --raw writes every run's rows (tutti-bench CSV columns plus `repeat`), which
@@ -81,6 +88,9 @@ class runner:
         # compare.py's netns mode: the namespaces, one per rank (netns_hosts).
         self.hosts = None
         self.transport = "shm" if args.mode == "shm" else "tcp"
+        # Several ranks per host: shared memory within, TCP between.
+        self.per_host = args.ranks_per_host
+        self.hierarchical = args.mode == "netns" and self.per_host > 1
         self.interface = "eth0" if args.mode == "netns" else "lo"
 
     def in_namespaces(self, program, env):
@@ -101,7 +111,10 @@ class runner:
             env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
         command = [self.openmpi_run, "-n", str(ranks)]
-        if ranks > (os.cpu_count() or 1):
+        oversubscribed = ranks > (os.cpu_count() or 1)
+        if self.hierarchical:
+            return command + self.openmpi_hosts(ranks, oversubscribed, env)
+        if oversubscribed:
             command.append("--oversubscribe")
         if self.args.bind != "default":
             command += ["--bind-to", self.args.bind]
@@ -115,11 +128,34 @@ class runner:
                        PMIX_MCA_ptl_tcp_if_include=self.hosts.leg)
         return command
 
+    def openmpi_hosts(self, ranks, oversubscribed, env):
+        """mpirun's options for one daemon per host, started in the host's
+        namespace through netns_agent.sh, shared memory within a host."""
+        env.update(self.hosts.environment())
+        options = ["--host", self.hosts.host_list(ranks),
+                   "--mca", "plm_rsh_agent", self.hosts.agent(),
+                   "--mca", "plm_rsh_no_tree_spawn", "1",
+                   # Each daemon would map its topology at the same address
+                   # as mpirun's, on one machine: orted crashes.
+                   "--mca", "rtc_hwloc_vmhole", "none",
+                   # mpirun reaches the daemons over its leg, they it and each
+                   # other over their eth0.
+                   "--mca", "oob_tcp_if_include", f"{self.hosts.leg},eth0",
+                   "--mca", "pml", "ob1", "--mca", "btl", "vader,tcp,self",
+                   "--mca", "btl_tcp_if_include", "eth0"]
+        if oversubscribed:
+            # What --oversubscribe sets on one host; the daemons of the hosts
+            # do not know that the hosts share two cores.
+            options += ["--mca", "mpi_yield_when_idle", "1"]
+        if self.args.bind != "default":
+            options += ["--bind-to", self.args.bind]
+        return options
+
     def command_for(self, impl, ranks, program_args, env):
         if impl in TUTTIS:
             if impl == "tutti-shared":
                 program_args = program_args + ["--memory", "shared"]
-            env["TUTTI_TRANSPORT"] = self.transport
+            env["TUTTI_TRANSPORT"] = "auto" if self.hierarchical else self.transport
             program = self.in_namespaces([self.bench] + program_args, env)
             if self.args.tutti_launcher == "mpirun":
                 return self.openmpi_prefix(ranks, env) + program
@@ -130,13 +166,21 @@ class runner:
             if self.hosts is not None:
                 command += self.hosts.tuttirun_options()
             return command + ["--"] + program
-        program = self.in_namespaces(
-            [self.mpi[impl]] + program_args + ["--transport", self.transport], env)
+        if self.hierarchical:
+            # Their daemons start the ranks in the hosts' namespaces.
+            program = [self.mpi[impl]] + program_args + ["--transport", "shm+tcp"]
+        else:
+            program = self.in_namespaces(
+                [self.mpi[impl]] + program_args + ["--transport", self.transport], env)
         if impl == "openmpi":
             return self.openmpi_prefix(ranks, env) + program
-        if self.transport == "tcp":
-            env.update(MPIR_CVAR_NOLOCAL="1", UCX_TLS="tcp", UCX_NET_DEVICES=self.interface)
         command = [self.mpich_run, "-n", str(ranks)]
+        if self.hierarchical:
+            env.update(self.hosts.environment(), UCX_NET_DEVICES="eth0")
+            command += ["-launcher", "ssh", "-launcher-exec", self.hosts.agent(),
+                        "-iface", self.hosts.leg, "-hosts", self.hosts.host_list(ranks)]
+        elif self.transport == "tcp":
+            env.update(MPIR_CVAR_NOLOCAL="1", UCX_TLS="tcp", UCX_NET_DEVICES=self.interface)
         if self.args.bind != "default":
             command += ["-bind-to", self.args.bind]
         return command + program
@@ -187,6 +231,9 @@ def main():
     parser.add_argument("--mode", choices=["shm", "tcp", "netns"], default="shm",
                         help="shm, tcp over loopback, or tcp between network namespaces")
     parser.add_argument("--ranks", default="2", help="rank counts, e.g. 2,4,8")
+    parser.add_argument("--ranks-per-host", type=int, default=1, metavar="K",
+                        help="netns mode: K ranks per namespace (host), shared memory "
+                             "within a host and TCP between (default 1: TCP between all)")
     parser.add_argument("--collectives", default="all_reduce,broadcast,barrier,all_gather,all_to_all",
                         help="comma list, or all")
     parser.add_argument("--sizes", default="8,1M,16M", help="as tutti-bench -m: 8,1M or 8:64M")
@@ -209,6 +256,11 @@ def main():
                         help="after --: options for every benchmark program")
     args = parser.parse_args()
     extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
+    if args.ranks_per_host != 1 and args.mode != "netns":
+        parser.error("--ranks-per-host places ranks on the hosts of the netns mode: "
+                     "give --mode netns")
+    if args.ranks_per_host < 1:
+        parser.error(f"--ranks-per-host must be at least 1, not {args.ranks_per_host}")
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = find_build(root, args.build)
@@ -234,7 +286,7 @@ def main():
     with contextlib.ExitStack() as cleanup, tempfile.TemporaryDirectory(
             prefix="tutti-compare.") as tmp:
         if args.mode == "netns":
-            r.hosts = enter_hosts(cleanup, max(ranks_list), "compare")
+            r.hosts = enter_hosts(cleanup, max(ranks_list), "compare", args.ranks_per_host)
         csv_path = os.path.join(tmp, "run.csv")
         repeat = 0
         while repeat < args.repeats:
@@ -316,7 +368,9 @@ def main():
     def show(value, spec):
         return "-" if value is None else format(value, spec)
 
-    print(f"# tutti vs MPI, mode {args.mode} (tutti transport: {', '.join(transports) or '?'}), "
+    placed = f", {args.ranks_per_host} ranks per host" if r.hierarchical else ""
+    print(f"# tutti vs MPI, mode {args.mode}{placed} (tutti transport: "
+          f"{', '.join(transports) or '?'}), "
           f"medians of {args.repeats} rounds of the max-over-ranks mean latency;\n"
           f"# ratio = tutti / best MPI (below 1: tutti faster); shared = the same for tutti-shared "
           f"(buffers from tutti::shared_allocator); spread = slowest / fastest "

@@ -8,8 +8,11 @@ runs is left behind.
 
     netns_smoke.py BUILD_DIR
 
-Also checks two refusals: netns_rank.sh without its environment, and more
-ranks than the namespaces' subnet holds. Exit status 0 when all holds, 77
+Also runs compare.py with two hosts of two ranks (--ranks-per-host 2: tutti
+over shm+tcp, Open MPI with one daemon per host), and checks refusals:
+netns_rank.sh without its environment, more ranks than the namespaces'
+subnet holds, --ranks-per-host outside the netns mode, an unknown host
+given to netns_agent.sh. Exit status 0 when all holds, 77
 (skipped, for meson) where network namespaces cannot be made (not root, no
 iproute2), else 1 with the reason.
 """
@@ -62,6 +65,17 @@ def refusals(build):
     check(status == 1 and "cannot place 254 ranks" in err,
           f"compare.py --mode netns --ranks 254 exits 1 naming the limit ({status}: "
           f"{err.strip()[-300:]})")
+    status, _, err = run([sys.executable, os.path.join(BENCHMARKS, "compare.py"), "--build",
+                          build, "--ranks-per-host", "2", "--repeats", "1",
+                          "--implementations", "tutti"])
+    check(status == 2 and "give --mode netns" in err,
+          f"compare.py --ranks-per-host without the netns mode exits 2 naming why ({status}: "
+          f"{err.strip()[-300:]})")
+    done = subprocess.run([os.path.join(BENCHMARKS, "netns_agent.sh"), "-x", "elsewhere", "true"],
+                          capture_output=True, text=True, env=dict(env, TUTTI_COMPARE_NETNS="x"))
+    check(done.returncode == 2 and "'elsewhere' is not a host of the netns mode" in done.stderr,
+          f"netns_agent.sh refuses a host it does not know ({done.returncode}: "
+          f"{done.stderr.strip()})")
 
 
 def main():
@@ -95,6 +109,26 @@ def main():
     check("tutti transport: tcp" in out, "tutti reports the TCP transport")
     check("WRONG RESULT" not in err, "no wrong result")
 
+    # Two hosts of two ranks: shm within, TCP between; Open MPI started as
+    # on a cluster, one daemon per host through netns_agent.sh.
+    status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "compare.py"), "--build",
+                            build, "--mode", "netns", "--ranks", "4", "--ranks-per-host", "2",
+                            "--collectives", "all_reduce", "--sizes", "64K", "--repeats", "1",
+                            "--timeout", "120", "--implementations", "tutti,openmpi", "--",
+                            "--time-limit", "0.05"])
+    check(status == 0, f"compare.py --mode netns --ranks-per-host 2 exits 0 (it exited {status}"
+                       f"{'; stderr: ' + err[-2000:] if status else ''})")
+    check("2 ranks per host (tutti transport: shm+tcp)" in out,
+          "with 2 ranks per host tutti reports shm+tcp")
+    lines = out.splitlines()
+    header = next((line for line in lines if line.startswith("collective")), "")
+    row = next((line.split() for line in lines if line.split()[:4] == ["all_reduce", "4", "64",
+                                                                        "KiB"]), None)
+    check(row is not None, "its table has the 4-rank 64 KiB all_reduce")
+    if row is not None and "openmpi" in header:
+        check(row[5] != "-", f"Open MPI ran on the two hosts (its column: {row[5]})")
+    check("WRONG RESULT" not in err, "no wrong result on two hosts")
+
     bench = os.path.join(build, "tools", "tutti-bench", "tutti-bench")
     status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "ab.py"), "--netns",
                             "--rounds", "1", "--bind", "none", "-c", "all_reduce", "-m", "64K",
@@ -106,6 +140,16 @@ def main():
     check("between network namespaces" in out and any(
         line.split()[:2] == ["all_reduce", "65536"] for line in out.splitlines()),
         "ab.py's table has the 64 KiB all_reduce, taken between namespaces")
+
+    status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "ab.py"), "--netns",
+                            "--ranks", "4", "--ranks-per-host", "2", "--rounds", "1", "--bind",
+                            "none", "-c", "all_reduce", "-m", "1M", "--time-limit", "0.05",
+                            "--tuttirun", os.path.join(build, "tools", "tuttirun", "tuttirun"),
+                            f"one={bench}"])
+    check(status == 0 and "2 ranks per network namespace" in out and any(
+        line.split()[:2] == ["all_reduce", "1048576"] for line in out.splitlines()),
+        f"ab.py --netns --ranks-per-host 2 measures the 1 MiB all_reduce on two hosts "
+        f"(status {status}{'; stderr: ' + err[-2000:] if status else ''})")
 
     check(ours_left() == before, f"no namespace or link left behind ({ours_left()})")
     print(f"{len(passes)} passed, {len(failures)} failed")
