@@ -135,6 +135,19 @@ inline int unfolded_rank(int folded, int extra) {
     return folded < extra ? folded * 2 + 1 : folded + extra;
 }
 
+// `i` (0 <= i < pof2, a power of two) with its log2(pof2) bits reversed. The
+// recursive halving and doubling rounds run on reversed ranks so that the
+// largest exchange goes to the nearest rank (r xor 1): ranks of one node are
+// consecutive, and only the smaller exchanges cross between nodes.
+inline int reversed_bits(int i, int pof2) {
+    int reversed = 0;
+    for (int bit = 1; bit < pof2; bit <<= 1) {
+        reversed <<= 1;
+        if (i & bit) reversed |= 1;
+    }
+    return reversed;
+}
+
 // Ranks renumbered so that `root` is 0, the numbering binomial trees use.
 inline int relative_rank(int rank, int root, int p) {
     return (rank - root + p) % p;

@@ -88,6 +88,23 @@ TEST_CASE("explain: the TCP section of the pure tree") {
     CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
 }
 
+TEST_CASE("explain: nodes over shm+tcp run the Rabenseifner all_reduce nearest first") {
+    info::call_description d{
+        .collective = "all_reduce", .ranks = 4, .bytes = 1 << 20, .transport = "shm+tcp"};
+    auto why = explain_call(d);
+    CHECK(why.chosen == "rabenseifner_nearest_first");
+    REQUIRE(!why.pure_path.empty());
+    CHECK(why.pure_path[0].pointer == "/transport=shm+tcp/all_reduce");
+    // Small vectors and other transports as before.
+    d.bytes = 8;
+    CHECK(explain_call(d).chosen == "recursive_doubling");
+    d.bytes = 1 << 20;
+    d.transport = "shm";
+    CHECK(explain_call(d).chosen == "rabenseifner");
+    d.transport = "tcp";
+    CHECK(explain_call(d).chosen == "rabenseifner");
+}
+
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
     info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 2 << 20};
     d.line_ns = 450;

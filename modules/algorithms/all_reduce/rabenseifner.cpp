@@ -1,10 +1,11 @@
-// all_reduce: Rabenseifner
+// all_reduce: Rabenseifner (rabenseifner, rabenseifner_nearest_first)
 //
 // Collective:   all_reduce
 // Kind:         pure
 // Restrictions: commutative_op (recursive halving combines ranks that differ
-//               in high bits first, not in rank order)
-// Parameters:   none
+//               in high or low bits first, not in rank order)
+// Parameters:   the order of the rounds: farthest first (`rabenseifner`, as
+//               MPICH) or nearest first (`rabenseifner_nearest_first`)
 //
 // Bandwidth-optimal for large vectors in few rounds: a recursive-halving
 // reduce_scatter (log2 p' exchanges of halving ranges of pieces) leaves each
@@ -15,6 +16,16 @@
 // doubling, the first 2 (p - p') ranks pair up beforehand (even rank r sends
 // its vector to r + 1) and get the result back at the end.
 // (Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005.)
+//
+// The first halving round moves half the vector, the last 1/p' of it (and
+// the doubling rounds the same in reverse). Farthest first, that half goes
+// between r and r xor p'/2; nearest first, the rounds run on bit-reversed
+// ranks and the half goes between r and r xor 1. Where a node's ranks are
+// consecutive (routed shm+tcp jobs), nearest first keeps the halves in the
+// node's memory and only the small pieces cross the network: on 2 nodes of 2
+// ranks each rank sends a quarter of the vector over TCP per phase instead of
+// a half. On one node of ranks that share cores it is no faster and, with
+// unbound ranks, a little slower (docs/performance.md, twenty-fifth session).
 
 #include <vector>
 
@@ -31,7 +42,9 @@ constexpr std::uint64_t halving_step = 1;   // + round, below 64 rounds
 constexpr std::uint64_t doubling_step = 65; // + round
 constexpr std::uint64_t unfold_step = 129;
 
-task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
+enum class round_order { farthest_first, nearest_first };
+
+task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a, round_order order) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
@@ -66,16 +79,21 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a) {
     if (new_rank >= 0) {
         const auto pieces = static_cast<std::size_t>(pof2);
         auto offset = [&](int i) { return even_piece_start(a.count, pieces, i) * element; };
-        auto rank_of = [&](int new_peer) { return unfolded_rank(new_peer, extra); };
+        // Rounds and pieces numbered by reversed rank for nearest first.
+        const bool reversed = order == round_order::nearest_first;
+        const int me = reversed ? reversed_bits(new_rank, pof2) : new_rank;
+        auto rank_of = [&](int peer) {
+            return unfolded_rank(reversed ? reversed_bits(peer, pof2) : peer, extra);
+        };
         scratch<> incoming(offset(pof2 / 2)); // the first half is the largest
-        co_await halving_rounds(ctx, *a.op, a.count, pof2, new_rank, rank_of, source, a.recv.data(),
+        co_await halving_rounds(ctx, *a.op, a.count, pof2, me, rank_of, source, a.recv.data(),
                                 incoming.span(), halving_step);
 
         // Recursive doubling: swap the complete ranges, doubling them.
         std::uint64_t round = 0;
         for (int mask = 1; mask < pof2; mask <<= 1, ++round) {
-            const int new_partner = new_rank ^ mask;
-            const int mine = new_rank & ~(mask - 1);
+            const int new_partner = me ^ mask;
+            const int mine = me & ~(mask - 1);
             const int theirs = new_partner & ~(mask - 1);
             co_await ctx.send_recv(
                 rank_of(new_partner),
@@ -100,7 +118,23 @@ const bool registered = register_algorithm<all_reduce_args>({
              .form = algorithm_kind::pure,
              .restrictions = {restriction::commutative_op},
              .summary = "recursive-halving reduce_scatter then recursive-doubling all_gather"},
-    .run = rabenseifner,
+    .run =
+        [](const call_context& ctx, const all_reduce_args& a) {
+            return rabenseifner(ctx, a, round_order::farthest_first);
+        },
+});
+
+const bool registered_nearest_first = register_algorithm<all_reduce_args>({
+    .info = {.name = "rabenseifner_nearest_first",
+             .form = algorithm_kind::pure,
+             .restrictions = {restriction::commutative_op},
+             .summary = "rabenseifner with the largest exchanges between neighbouring ranks "
+                        "(r xor 1), the smallest between the farthest: for nodes of "
+                        "consecutive ranks"},
+    .run =
+        [](const call_context& ctx, const all_reduce_args& a) {
+            return rabenseifner(ctx, a, round_order::nearest_first);
+        },
 });
 
 } // namespace
