@@ -88,7 +88,7 @@ TEST_CASE("explain: the TCP section of the pure tree") {
     CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
 }
 
-TEST_CASE("explain: nodes over shm+tcp run the Rabenseifner all_reduce nearest first") {
+TEST_CASE("explain: the shm+tcp section of the pure tree") {
     info::call_description d{
         .collective = "all_reduce", .ranks = 4, .bytes = 1 << 20, .transport = "shm+tcp"};
     auto why = explain_call(d);
@@ -103,6 +103,18 @@ TEST_CASE("explain: nodes over shm+tcp run the Rabenseifner all_reduce nearest f
     CHECK(explain_call(d).chosen == "rabenseifner");
     d.transport = "tcp";
     CHECK(explain_call(d).chosen == "rabenseifner");
+    // The broadcast's binomial tree sends across nodes first, once; the
+    // recursive-doubling all_gather keeps the ring's many crossings away.
+    d.transport = "shm+tcp";
+    d.collective = "broadcast";
+    CHECK(explain_call(d).chosen == "binomial");
+    d.bytes = 64 << 10;
+    CHECK(explain_call(d).chosen == "linear");
+    d.bytes = 1 << 20;
+    d.collective = "all_gather";
+    CHECK(explain_call(d).chosen == "recursive_doubling");
+    d.transport = "shm";
+    CHECK(explain_call(d).chosen == "ring");
 }
 
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
