@@ -95,26 +95,34 @@ TEST_CASE("explain: the shm+tcp section of the pure tree") {
     CHECK(why.chosen == "rabenseifner_nearest_first");
     REQUIRE(!why.pure_path.empty());
     CHECK(why.pure_path[0].pointer == "/transport=shm+tcp/all_reduce");
-    // Small vectors and other transports as before.
-    d.bytes = 8;
-    CHECK(explain_call(d).chosen == "recursive_doubling");
-    d.bytes = 1 << 20;
-    d.transport = "shm";
-    CHECK(explain_call(d).chosen == "rabenseifner");
-    d.transport = "tcp";
-    CHECK(explain_call(d).chosen == "rabenseifner");
-    // The broadcast's binomial tree sends across nodes first, once; the
-    // recursive-doubling all_gather keeps the ring's many crossings away.
-    d.transport = "shm+tcp";
-    d.collective = "broadcast";
-    CHECK(explain_call(d).chosen == "binomial");
-    d.bytes = 64 << 10;
-    CHECK(explain_call(d).chosen == "linear");
-    d.bytes = 1 << 20;
-    d.collective = "all_gather";
-    CHECK(explain_call(d).chosen == "recursive_doubling");
-    d.transport = "shm";
-    CHECK(explain_call(d).chosen == "ring");
+    // Over several nodes the largest all_reduce exchanges stay within a node,
+    // the broadcast's binomial tree crosses between nodes first and once, and
+    // the recursive-doubling all_gather avoids the ring's many crossings;
+    // small calls and the other transports choose as before.
+    struct expectation {
+        const char* collective;
+        std::size_t bytes;
+        const char* transport;
+        const char* chosen;
+    };
+    for (const auto& e : std::vector<expectation>{
+             {"all_reduce", 8, "shm+tcp", "recursive_doubling"},
+             {"all_reduce", 1 << 20, "shm", "rabenseifner"},
+             {"all_reduce", 1 << 20, "tcp", "rabenseifner"},
+             {"broadcast", 1 << 20, "shm+tcp", "binomial"},
+             {"broadcast", 64 << 10, "shm+tcp", "linear"},
+             {"all_gather", 1 << 20, "shm+tcp", "recursive_doubling"},
+             {"all_gather", 1 << 20, "shm", "ring"},
+         }) {
+        CAPTURE(e.collective);
+        CAPTURE(e.bytes);
+        CAPTURE(e.transport);
+        CHECK(explain_call({.collective = e.collective,
+                            .ranks = 4,
+                            .bytes = e.bytes,
+                            .transport = e.transport})
+                  .chosen == e.chosen);
+    }
 }
 
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
