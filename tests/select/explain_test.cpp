@@ -97,7 +97,8 @@ TEST_CASE("explain: the shm+tcp section of the pure tree") {
     CHECK(why.pure_path[0].pointer == "/transport=shm+tcp/all_reduce");
     // Over several nodes the largest all_reduce exchanges stay within a node,
     // the broadcast's binomial tree crosses between nodes first and once, and
-    // the recursive-doubling all_gather avoids the ring's many crossings;
+    // the recursive-doubling all_gather, farthest first, leaves its largest
+    // exchange within a node and avoids the ring's many crossings;
     // small calls and the other transports choose as before.
     struct expectation {
         const char* collective;
@@ -111,7 +112,7 @@ TEST_CASE("explain: the shm+tcp section of the pure tree") {
              {"all_reduce", 1 << 20, "tcp", "rabenseifner"},
              {"broadcast", 1 << 20, "shm+tcp", "binomial"},
              {"broadcast", 64 << 10, "shm+tcp", "linear"},
-             {"all_gather", 1 << 20, "shm+tcp", "recursive_doubling"},
+             {"all_gather", 1 << 20, "shm+tcp", "recursive_doubling_farthest_first"},
              {"all_gather", 1 << 20, "shm", "ring"},
          }) {
         CAPTURE(e.collective);
