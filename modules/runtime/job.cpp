@@ -1,9 +1,11 @@
 #include "runtime/job.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +14,7 @@
 #include "bootstrap/join.hpp"
 #include "core/error.hpp"
 #include "core/wait.hpp"
+#include "hierarchy/hierarchy.hpp"
 
 namespace tutti {
 
@@ -26,9 +29,24 @@ routed::options routing_options(const job_options& o) {
     return r;
 }
 
-bool debug_enabled() {
-    const char* v = std::getenv("TUTTI_DEBUG");
+// This rank's node as a colour for make_hierarchy: the index of its name
+// among the job's node names in order of first appearance, the same on
+// every rank.
+int node_colour(const routed::routing_table& routes) {
+    std::vector<std::string_view> seen;
+    for (const auto& node : routes.nodes)
+        if (std::ranges::find(seen, node) == seen.end()) seen.push_back(node);
+    const auto& mine = routes.nodes[static_cast<std::size_t>(routes.rank)];
+    return static_cast<int>(std::ranges::find(seen, mine) - seen.begin());
+}
+
+bool environment_flag(const char* name) {
+    const char* v = std::getenv(name);
     return v && *v && std::string_view(v) != "0";
+}
+
+bool debug_enabled() {
+    return environment_flag("TUTTI_DEBUG");
 }
 
 } // namespace
@@ -37,10 +55,17 @@ job::job(job_options options)
     : bootstrap_(join_job()),
       connected_(routed::connect(*bootstrap_, context_, routing_options(options))),
       world_(connected_.transport) {
+    // Every rank sees the same transport name, so all or none take part.
+    const bool across_nodes = connected_.routes.transport_name == "shm+tcp";
+    const bool wanted = options.node_hierarchy.value_or(environment_flag("TUTTI_NODE_HIERARCHY"));
+    if (wanted && across_nodes)
+        world_ = tutti::wait(world_, make_hierarchy(world_, {node_colour(connected_.routes)}));
     if (debug_enabled()) {
         const auto& t = connected_.routes;
-        fmt::print(stderr, "tutti routing: rank {} of {} on node '{}', job {}, transport {}: {}\n",
+        fmt::print(stderr,
+                   "tutti routing: rank {} of {} on node '{}', job {}, transport {}{}: {}\n",
                    t.rank, t.size(), bootstrap_->node(), bootstrap_->job_id(), t.transport_name,
+                   world_.hierarchy() ? ", world with the node hierarchy" : "",
                    fmt::join(t.describe(), "; "));
         std::fflush(stderr);
     }

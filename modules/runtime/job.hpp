@@ -1,8 +1,9 @@
 // A process's place in a multi-process job: joins the job the way it was
 // launched (PMIx under mpirun or srun; the environment under tuttirun or by
 // hand), connects the ranks (shared memory within a node, TCP between nodes,
-// see transports/routed/routed.hpp), and hands out the world communicator.
-// One per process.
+// see transports/routed/routed.hpp), and hands out the world communicator,
+// which knows the job's nodes when there are several (job_options). One per
+// process.
 //
 //   int main() {
 //       tutti::job job;
@@ -32,6 +33,15 @@ struct job_options {
     // nullopt: TUTTI_TRANSPORT decides (auto when unset): shared memory
     // within a node, TCP between nodes; shm or tcp force one for every peer.
     std::optional<routed::choice> transport;
+    // In a job over several nodes of which some hold several ranks (shm+tcp),
+    // true gives the world communicator the node hierarchy (a group per
+    // node), so that `auto` may run the hierarchical compositions: shared
+    // memory within each node, TCP only among the nodes' representatives
+    // (docs/routing.md). nullopt: TUTTI_NODE_HIERARCHY=1 asks for it. Off by
+    // default: a rank lost on one node is then named by some survivors only
+    // as the rank that left after it (a survivor hears of the loss from its
+    // group, not from the lost rank's connection).
+    std::optional<bool> node_hierarchy;
 };
 
 class job {

@@ -4,7 +4,8 @@
 //   ./build/tools/tuttirun/tuttirun -n 4 ./build/tests/multiprocess/tutti-job-tests
 // TUTTI_EXPECT_TRANSPORT=shm+tcp (say) makes a job whose world went through
 // another transport fail, so a test meant for TCP cannot pass over shared
-// memory alone.
+// memory alone; TUTTI_EXPECT_NODE_HIERARCHY=1 likewise one whose world has
+// no hierarchy (TUTTI_NODE_HIERARCHY=1 gives a world over nodes one).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -26,6 +27,14 @@ int main(int argc, char** argv) {
         expected && transport != expected) {
         std::fprintf(stderr, "rank %d: the world's transport is %s, not %s as expected\n",
                      job.rank(), transport.c_str(), expected);
+        return 1;
+    }
+    if (const char* expected = std::getenv("TUTTI_EXPECT_NODE_HIERARCHY");
+        expected && std::string(expected) == "1" && !job.world().hierarchy()) {
+        std::fprintf(
+            stderr,
+            "rank %d: the world carries no node hierarchy, though TUTTI_EXPECT_NODE_HIERARCHY=1\n",
+            job.rank());
         return 1;
     }
     tutti::testing::job_world() = job.world();

@@ -126,6 +126,43 @@ TEST_CASE("explain: the shm+tcp section of the pure tree") {
     }
 }
 
+TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 ranks") {
+    // As measured on 2 nodes of 2 ranks: the hierarchy for the barrier, the
+    // broadcast and small all_reduce and all_to_all calls; from 3 ranks per
+    // node every composition, as the general section.
+    struct expectation {
+        const char* collective;
+        std::size_t bytes;
+        int ranks_per_node;
+        const char* chosen;
+    };
+    for (const auto& e : std::vector<expectation>{
+             {"barrier", 0, 2, "hierarchical"},
+             {"broadcast", 1 << 20, 2, "hierarchical"},
+             {"all_reduce", 8, 2, "hierarchical"},
+             {"all_reduce", 1 << 20, 2, "rabenseifner_nearest_first"},
+             {"all_to_all", 4 * 64, 2, "hierarchical"},
+             {"all_to_all", 1 << 20, 2, "linear"},
+             {"all_gather", 1 << 20, 2, "recursive_doubling_farthest_first"},
+             {"gather", 64, 2, "linear"},
+             {"all_gather", 1 << 20, 4, "hierarchical"},
+             {"all_reduce", 1 << 20, 4, "hierarchical"},
+         }) {
+        CAPTURE(e.collective);
+        CAPTURE(e.bytes);
+        CAPTURE(e.ranks_per_node);
+        const int nodes = 2;
+        CHECK(explain_call({.collective = e.collective,
+                            .ranks = nodes * e.ranks_per_node,
+                            .bytes = e.bytes,
+                            .ranks_per_node = e.ranks_per_node,
+                            .nodes = nodes,
+                            .transport = "shm+tcp",
+                            .hierarchy = true})
+                  .chosen == e.chosen);
+    }
+}
+
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
     info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 2 << 20};
     d.line_ns = 450;
