@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <regex>
 #include <utility>
@@ -136,6 +137,11 @@ struct shared_state {
     };
     std::vector<tracked> pending_shm, pending_tcp;
     std::size_t prune_shm_at = 64, prune_tcp_at = 64;
+    // Tells the peers of the first loss (mixed_transport::announce), so that
+    // a rank which waits only for a survivor that leaves after the loss (its
+    // node neighbour, in a hierarchical collective) names the lost rank, not
+    // that survivor.
+    std::function<void(const std::exception_ptr&)> announce;
 
     // The shared-memory transport numbers the ranks of this node 0..k-1;
     // its errors name those numbers, which become the world's here.
@@ -177,6 +183,8 @@ struct shared_state {
                 fmt::print(stderr, "tutti routed: failing every pending request: {}\n", e.what());
             }
         }
+        // Before the callers learn of it and perhaps leave.
+        if (announce) announce(why);
         for (auto* list : {&pending_shm, &pending_tcp}) {
             for (auto& r : *list)
                 r.caller->complete(why);
@@ -239,16 +247,27 @@ task<void> forward(request from, request to, std::shared_ptr<shared_state> state
 // Ends when the sentinel receive from its peer fails: when a peer crashed, or
 // when the peer closed its transport in order (its goodbye, or on shared
 // memory its closed flag, fails the receives from it alone), which is no
-// loss (lost_a_peer tells the two apart).
+// loss (lost_a_peer tells the two apart). It ends with a message when the
+// peer tells of a loss it saw (mixed_transport::announce).
 task<void> watch(request sentinel, std::shared_ptr<shared_state> state, route via,
-                 tcp::transport* tcp, std::weak_ptr<shm::transport> shm, int self) {
+                 tcp::transport* tcp, std::weak_ptr<shm::transport> shm, int self, int peer) {
     std::exception_ptr failure;
     try {
         co_await sentinel->wait();
     } catch (...) {
         failure = std::current_exception();
     }
-    if (!failure || state->closing || !is_peer_lost(failure)) co_return;
+    if (!failure) {
+        if (state->closing) co_return;
+        const auto told = sentinel->take_payload();
+        state->lose(std::make_exception_ptr(error(
+            errc::peer_lost,
+            fmt::format("{} (reported by rank {})",
+                        std::string_view(reinterpret_cast<const char*>(told.data()), told.size()),
+                        peer))));
+        co_return;
+    }
+    if (state->closing || !is_peer_lost(failure)) co_return;
     if (via == route::shm) {
         if (shm_lost_a_peer(shm)) state->lose(state->from_shm(failure));
         co_return;
@@ -277,9 +296,12 @@ public:
             const auto via = route_to(peer);
             h.key.source = via == route::shm ? local(peer) : peer;
             auto sentinel = via == route::shm ? shm_->irecv_any_size(h) : tcp_->irecv_any_size(h);
-            spawn(context_, watch(std::move(sentinel), state_, via, tcp_.get(), shm_, rank_),
+            spawn(context_, watch(std::move(sentinel), state_, via, tcp_.get(), shm_, rank_, peer),
                   asio::detached);
         }
+        // Called by lose() only while this transport lives: it stops once the
+        // destructor has set closing.
+        state_->announce = [this](const std::exception_ptr& why) { announce(why); };
     }
 
     ~mixed_transport() override { state_->closing = true; }
@@ -368,6 +390,36 @@ public:
     }
 
 private:
+    // The first loss, told to the peers (shared_state::announce): to the
+    // node's other ranks as a message on the watch key, which their
+    // sentinels receive; to the TCP peers through the TCP transport's own
+    // loss reports, which name the lost rank.
+    void announce(const std::exception_ptr& why) {
+        std::string text;
+        try {
+            std::rethrow_exception(why);
+        } catch (const std::exception& e) {
+            text = e.what();
+        }
+        if (text.starts_with("tutti: ")) text.erase(0, 7);
+        // A loss's message begins with the lost rank ("rank 3 ...").
+        static const std::regex lost_rank(R"(^rank (\d+) )");
+        std::smatch m;
+        const int lost = std::regex_search(text, m, lost_rank) ? std::stoi(m[1].str()) : -1;
+        // The TCP transport names the rank itself: it gets the rest.
+        const std::string rest = lost >= 0 ? m.suffix().str() : std::string();
+        notice_ = std::move(text);
+        if (shm_) {
+            message_header h;
+            h.key = {watch_communicator, 1, 0, local(rank_)};
+            h.bytes = notice_.size();
+            for (int peer = 0; peer < size_; ++peer)
+                if (peer != rank_ && peer != lost && route_to(peer) == route::shm)
+                    shm_->isend(local(peer), h, std::as_bytes(std::span(notice_)));
+        }
+        if (lost >= 0 && lost < size_) tcp_->report_loss(lost, rest);
+    }
+
     route route_to(int peer) const { return routes_[static_cast<std::size_t>(peer)]; }
     int local(int peer) const { return local_of_[static_cast<std::size_t>(peer)]; }
 
@@ -420,6 +472,9 @@ private:
     int size_;
     std::vector<route> routes_;
     std::vector<int> local_of_; // world rank -> shared-memory rank, -1 off this node
+    // The announced loss (announce): declared before the transports, so that
+    // its bytes outlive the sends they may still hold when they close.
+    std::string notice_;
     std::shared_ptr<shm::transport> shm_;
     std::shared_ptr<tcp::transport> tcp_;
     std::shared_ptr<shared_state> state_;

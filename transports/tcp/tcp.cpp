@@ -253,6 +253,8 @@ public:
         return endpoints_[static_cast<std::size_t>(r)];
     }
     const tcp::counters& counters() const noexcept { return counters_; }
+    // A loss seen elsewhere: this rank reports it as if a peer had.
+    void report_loss(int r, const std::string& why) { lose(r, why, rank_); }
 
 private:
     peer& peer_of(int r) { return peers_[static_cast<std::size_t>(r)]; }
@@ -1116,6 +1118,10 @@ public:
     std::string endpoint() const override { return core_->endpoint_of(core_->rank()); }
     std::string endpoint_of(int rank) const override { return core_->endpoint_of(rank); }
     tcp::counters counters() const noexcept override { return core_->counters(); }
+    void report_loss(int rank, const std::string& why) override {
+        if (rank < 0 || rank >= core_->size() || rank == core_->rank()) return;
+        core_->report_loss(rank, why);
+    }
 
 private:
     std::shared_ptr<core> core_;

@@ -84,6 +84,12 @@ public:
     // What every rank published.
     virtual std::string endpoint_of(int rank) const = 0;
     virtual tcp::counters counters() const noexcept = 0;
+    // A loss this rank learnt of elsewhere (over shared memory): fails every
+    // TCP receive, as a loss seen on a connection does, and tells the
+    // connected peers that `rank` was lost, so that a rank which never
+    // waited for it still names it. Nothing when a loss was already seen.
+    // `why` follows "rank N " in this rank's own failures.
+    virtual void report_loss(int rank, const std::string& why) = 0;
 };
 
 // Collective over the bootstrap's ranks (every rank calls it): listens,
