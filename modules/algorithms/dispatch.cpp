@@ -216,36 +216,38 @@ call_signature with_op(const communicator& comm, const Args& a, std::size_t byte
 }
 } // namespace
 
-call_signature signature_of(const communicator& comm, const barrier_args&) {
+namespace detail {
+
+call_signature shape_of(const communicator& comm, const barrier_args&) {
     return base(comm, collective::barrier, 0);
 }
-call_signature signature_of(const communicator& comm, const broadcast_args& a) {
+call_signature shape_of(const communicator& comm, const broadcast_args& a) {
     return base(comm, collective::broadcast, a.buffer.size());
 }
-call_signature signature_of(const communicator& comm, const reduce_args& a) {
+call_signature shape_of(const communicator& comm, const reduce_args& a) {
     return with_op(comm, a, a.count * a.op->element_size);
 }
-call_signature signature_of(const communicator& comm, const all_reduce_args& a) {
+call_signature shape_of(const communicator& comm, const all_reduce_args& a) {
     return with_op(comm, a, a.count * a.op->element_size);
 }
-call_signature signature_of(const communicator& comm, const gather_args& a) {
+call_signature shape_of(const communicator& comm, const gather_args& a) {
     return base(comm, collective::gather, a.send.size() * static_cast<std::size_t>(comm.size()));
 }
-call_signature signature_of(const communicator& comm, const scatter_args& a) {
+call_signature shape_of(const communicator& comm, const scatter_args& a) {
     return base(comm, collective::scatter, a.recv.size() * static_cast<std::size_t>(comm.size()));
 }
-call_signature signature_of(const communicator& comm, const all_gather_args& a) {
+call_signature shape_of(const communicator& comm, const all_gather_args& a) {
     return base(comm, collective::all_gather, a.recv.size());
 }
-call_signature signature_of(const communicator& comm, const all_to_all_args& a) {
+call_signature shape_of(const communicator& comm, const all_to_all_args& a) {
     return base(comm, collective::all_to_all, a.send.size());
 }
-call_signature signature_of(const communicator& comm, const all_to_allv_args&) {
+call_signature shape_of(const communicator& comm, const all_to_allv_args&) {
     auto s = base(comm, collective::all_to_allv, 0);
     s.equal_counts = false;
     return s;
 }
-call_signature signature_of(const communicator& comm, const reduce_scatter_args& a) {
+call_signature shape_of(const communicator& comm, const reduce_scatter_args& a) {
     std::size_t total = 0;
     bool equal = true;
     for (auto c : a.counts) {
@@ -260,11 +262,13 @@ call_signature signature_of(const communicator& comm, const reduce_scatter_args&
     s.equal_counts = equal;
     return s;
 }
-call_signature signature_of(const communicator& comm, const scan_args& a) {
+call_signature shape_of(const communicator& comm, const scan_args& a) {
     return with_op(comm, a, a.count * a.op->element_size);
 }
-call_signature signature_of(const communicator& comm, const exscan_args& a) {
+call_signature shape_of(const communicator& comm, const exscan_args& a) {
     return with_op(comm, a, a.count * a.op->element_size);
 }
+
+} // namespace detail
 
 } // namespace tutti

@@ -267,19 +267,31 @@ inline call_signature with_communicator(call_signature signature, const communic
 
 } // namespace detail
 
-// What selection knows of a call with these arguments on comm.
-call_signature signature_of(const communicator& comm, const barrier_args& args);
-call_signature signature_of(const communicator& comm, const broadcast_args& args);
-call_signature signature_of(const communicator& comm, const reduce_args& args);
-call_signature signature_of(const communicator& comm, const all_reduce_args& args);
-call_signature signature_of(const communicator& comm, const gather_args& args);
-call_signature signature_of(const communicator& comm, const scatter_args& args);
-call_signature signature_of(const communicator& comm, const all_gather_args& args);
-call_signature signature_of(const communicator& comm, const all_to_all_args& args);
-call_signature signature_of(const communicator& comm, const all_to_allv_args& args);
-call_signature signature_of(const communicator& comm, const reduce_scatter_args& args);
-call_signature signature_of(const communicator& comm, const scan_args& args);
-call_signature signature_of(const communicator& comm, const exscan_args& args);
+namespace detail {
+// The call's own part of its signature: kind, sizes, operation. Where the
+// call runs (transport, nodes) is added by add_communicator, once per new
+// choice rather than on every call.
+call_signature shape_of(const communicator& comm, const barrier_args& args);
+call_signature shape_of(const communicator& comm, const broadcast_args& args);
+call_signature shape_of(const communicator& comm, const reduce_args& args);
+call_signature shape_of(const communicator& comm, const all_reduce_args& args);
+call_signature shape_of(const communicator& comm, const gather_args& args);
+call_signature shape_of(const communicator& comm, const scatter_args& args);
+call_signature shape_of(const communicator& comm, const all_gather_args& args);
+call_signature shape_of(const communicator& comm, const all_to_all_args& args);
+call_signature shape_of(const communicator& comm, const all_to_allv_args& args);
+call_signature shape_of(const communicator& comm, const reduce_scatter_args& args);
+call_signature shape_of(const communicator& comm, const scan_args& args);
+call_signature shape_of(const communicator& comm, const exscan_args& args);
+} // namespace detail
+
+// What selection knows of a call with these arguments on comm: the call and
+// where it runs, as a call of the library completes it before choosing.
+template <class Args>
+call_signature signature_of(const communicator& comm, const Args& args) requires requires {
+    detail::shape_of(comm, args);
+}
+{ return detail::with_communicator(detail::shape_of(comm, args), comm); }
 
 // Runs a collective from its type-erased arguments on comm, as a call of its
 // own: it takes the given generation (or the next), the named algorithm (or
@@ -297,7 +309,7 @@ auto run_collective(detail::call_communicator comm, Args args, Options&&... opti
     return detail::make_single_phase_call<Args>(
         std::move(comm), std::move(o),
         [args](const communicator& comm, const call_options&, reduction_op&) {
-            return detail::prepared_call<Args>{args, signature_of(comm, args)};
+            return detail::prepared_call<Args>{args, detail::shape_of(comm, args)};
         });
 }
 

@@ -49,7 +49,7 @@ inline const hierarchy& hierarchy_of(const call_context& ctx) {
 // hierarchy, run as part `part` of the call (on the same communicator).
 template <class Args>
 task<void> run_flat(const call_context& ctx, const Args& args, unsigned part = 0) {
-    auto shape = detail::with_communicator(signature_of(ctx.comm(), args), ctx.comm());
+    auto shape = signature_of(ctx.comm(), args);
     shape.has_hierarchy = false;
     const auto& flat = choose<Args>(shape, std::string_view{});
     co_await flat.run(ctx.phase(part, flat.info.id), args);

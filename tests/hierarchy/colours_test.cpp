@@ -83,3 +83,29 @@ TEST_CASE("make_hierarchy: bad colours are errors on every rank") {
         }
     });
 }
+
+TEST_CASE("signature_of: where a call runs, as the call's own choice sees it") {
+    // tutti-bench names the algorithm of `auto` by choose(signature_of(...)):
+    // the signature must carry the transport and the nodes, or a tree
+    // section keyed on them is missed.
+    inproc::run(6, [](communicator comm) -> task<void> {
+        auto h = co_await make_hierarchy(comm, {comm.rank() / 2});
+        std::vector<std::int64_t> data(4, comm.rank());
+        const auto op = erase_operation<std::int64_t>(sum);
+        const reduce_args args{.send = std::as_bytes(std::span(data)),
+                               .recv = std::as_writable_bytes(std::span(data)),
+                               .count = data.size(),
+                               .op = &op,
+                               .root = 0};
+        const auto s = signature_of(h, args);
+        CHECK(s.transport == h.transport().name());
+        CHECK(s.has_hierarchy);
+        CHECK(s.nodes == 3);
+        CHECK(s.ranks_per_node == 2);
+        CHECK(s.count == 4);
+        const auto flat = signature_of(comm, args);
+        CHECK(flat.transport == comm.transport().name());
+        CHECK_FALSE(flat.has_hierarchy);
+        CHECK(flat.nodes == 0);
+    });
+}
