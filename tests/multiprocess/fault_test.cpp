@@ -96,19 +96,26 @@ TEST_CASE("a rank killed on one node: the ranks on every node name it") {
     const auto probe = program("FAULT_PROBE");
     const auto multi_host = program("MULTI_HOST");
     struct layout {
+        const char* environment;
         const char* how;
         int hosts, per_host, victim;
     };
-    // Mixed shared memory and TCP on posed nodes and in network namespaces;
+    // Mixed shared memory and TCP on posed nodes and in network namespaces,
+    // with the node hierarchy (the default: a survivor that waits only
+    // within its node hears of the loss from a node-mate) and without;
     // TCP alone with every rank on a node of its own.
-    for (const auto& l : {layout{"", 2, 2, 3}, layout{"", 3, 1, 1}, layout{"--netns ", 2, 2, 2}}) {
+    for (const auto& l :
+         {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=0 ", "", 2, 2, 3},
+          layout{"", "", 2, 2, 0}, layout{"", "", 3, 1, 1}, layout{"", "--netns ", 2, 2, 2}}) {
+        CAPTURE(l.environment);
         CAPTURE(l.how);
         CAPTURE(l.hosts);
         CAPTURE(l.per_host);
-        auto f = run("timeout 120 bash " + multi_host + " " + l.how + "--hosts " +
-                     std::to_string(l.hosts) + " --ranks-per-host " + std::to_string(l.per_host) +
-                     " --grace-ms 5000 --timeout 60 -- " + tuttirun + " " + probe + " " +
-                     std::to_string(l.victim));
+        CAPTURE(l.victim);
+        auto f = run(std::string(l.environment) + "timeout 120 bash " + multi_host + " " + l.how +
+                     "--hosts " + std::to_string(l.hosts) + " --ranks-per-host " +
+                     std::to_string(l.per_host) + " --grace-ms 5000 --timeout 60 -- " + tuttirun +
+                     " " + probe + " " + std::to_string(l.victim));
         CAPTURE(f.output);
         if (f.status == 77) {
             MESSAGE("network namespaces are not available here: " << f.output);

@@ -4,8 +4,9 @@
 //   ./build/tools/tuttirun/tuttirun -n 4 ./build/tests/multiprocess/tutti-job-tests
 // TUTTI_EXPECT_TRANSPORT=shm+tcp (say) makes a job whose world went through
 // another transport fail, so a test meant for TCP cannot pass over shared
-// memory alone; TUTTI_EXPECT_NODE_HIERARCHY=1 likewise one whose world has
-// no hierarchy (TUTTI_NODE_HIERARCHY=1 gives a world over nodes one).
+// memory alone; TUTTI_EXPECT_NODE_HIERARCHY=1 (0) likewise one whose world
+// has no hierarchy (has one): a world over nodes has the node hierarchy
+// unless TUTTI_NODE_HIERARCHY=0.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -30,11 +31,12 @@ int main(int argc, char** argv) {
         return 1;
     }
     if (const char* expected = std::getenv("TUTTI_EXPECT_NODE_HIERARCHY");
-        expected && std::string(expected) == "1" && !job.world().hierarchy()) {
-        std::fprintf(
-            stderr,
-            "rank %d: the world carries no node hierarchy, though TUTTI_EXPECT_NODE_HIERARCHY=1\n",
-            job.rank());
+        expected && *expected &&
+        (std::string(expected) != "0") != (job.world().hierarchy() != nullptr)) {
+        std::fprintf(stderr,
+                     "rank %d: the world %s a node hierarchy, though "
+                     "TUTTI_EXPECT_NODE_HIERARCHY=%s\n",
+                     job.rank(), job.world().hierarchy() ? "carries" : "carries no", expected);
         return 1;
     }
     tutti::testing::job_world() = job.world();
