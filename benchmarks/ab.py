@@ -100,8 +100,11 @@ def main():
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
     calm = f"; {gate.describe()}" if gate else ""
-    where = ("" if not args.netns else "; TCP between network namespaces" if args.ranks_per_host == 1
-             else f"; {args.ranks_per_host} ranks per network namespace, shm within, TCP between")
+    where = ""
+    if args.netns and args.ranks_per_host == 1:
+        where = "; TCP between network namespaces"
+    elif args.netns:
+        where = f"; {args.ranks_per_host} ranks per network namespace, shm within, TCP between"
     print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
           f"{args.ranks} ranks, bind {args.bind}{calm}{where}")
     width = max(12, *(len(n) + 2 for n in names))

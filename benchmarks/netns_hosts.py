@@ -62,7 +62,7 @@ class netns_hosts:
         """The hosts and their slots as mpirun --host and mpiexec -hosts take
         them (h0:2,h1:2): ranks placed in order, ranks_per_host on each."""
         slots = [min(self.ranks_per_host, ranks - h * self.ranks_per_host)
-                 for h in range(-(-ranks // self.ranks_per_host))]
+                 for h in range(self.hosts)]
         return ",".join(f"h{h}:{n}" for h, n in enumerate(slots))
 
     def agent(self):
