@@ -101,12 +101,12 @@ TEST_CASE("a rank killed on one node: the ranks on every node name it") {
         int hosts, per_host, victim;
     };
     // Mixed shared memory and TCP on posed nodes and in network namespaces,
-    // with the node hierarchy (the default: a survivor that waits only
-    // within its node hears of the loss from a node-mate) and without;
-    // TCP alone with every rank on a node of its own.
-    for (const auto& l :
-         {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=0 ", "", 2, 2, 3},
-          layout{"", "", 2, 2, 0}, layout{"", "", 3, 1, 1}, layout{"", "--netns ", 2, 2, 2}}) {
+    // with a flat world and with the node hierarchy (where a survivor that
+    // waits only within its node hears of the loss from a node-mate); TCP
+    // alone with every rank on a node of its own.
+    for (const auto& l : {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=1 ", "", 2, 2, 3},
+                          layout{"TUTTI_NODE_HIERARCHY=1 ", "", 2, 2, 0}, layout{"", "", 3, 1, 1},
+                          layout{"", "--netns ", 2, 2, 2}}) {
         CAPTURE(l.environment);
         CAPTURE(l.how);
         CAPTURE(l.hosts);
