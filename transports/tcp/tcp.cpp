@@ -1072,6 +1072,12 @@ void core::shutdown() {
                           error(errc::peer_lost, "tcp transport: shut down with sends pending")));
     }
     room_.cancel();
+    // Receives still posted (from a peer that left without its goodbye
+    // reaching us) end too: dropped with the mailbox, their waiters would
+    // never finish.
+    mailbox_.fail(std::make_exception_ptr(error(
+        errc::peer_lost,
+        fmt::format("rank {} shut its TCP transport down while a receive was pending", rank_))));
     // Let the coroutines see their sockets closed and end.
     if (context_.stopped()) context_.restart();
     context_.poll();

@@ -123,8 +123,10 @@ std::string outcome(asio::io_context& io, const request& r, errc expected = errc
             }
         }(r, text, expected),
         [&](std::exception_ptr) { finished = true; });
-    while (!finished)
+    while (!finished) {
+        if (io.stopped()) io.restart(); // nothing else left to run (no transport)
         io.run_one_for(std::chrono::milliseconds(10));
+    }
     return text;
 }
 
@@ -341,6 +343,21 @@ TEST_CASE("tcp transport: a peer that vanishes fails the receives; a goodbye is 
         const auto refused = t->isend(1, data_header(0, 0), {});
         CHECK(outcome(io, refused).find("rank 1 has closed") != std::string::npos);
     }
+}
+
+TEST_CASE("tcp transport: a receive still posted at shutdown ends failed, not dropped") {
+    // Its waiter (a coroutine watching a peer that left without a goodbye
+    // reaching us) must finish: dropped with the transport, it would never.
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9"});
+    auto t = tcp::create_transport(boot, io, test_options());
+    std::vector<std::byte> into(8);
+    auto waiting = t->irecv(data_header(1, into.size()), into);
+    t.reset();
+    REQUIRE(waiting->done());
+    CHECK(outcome(io, waiting)
+              .find("rank 0 shut its TCP transport down while a receive was "
+                    "pending") != std::string::npos);
 }
 
 TEST_CASE("tcp transport: early messages beyond max_unexpected_bytes wait for their receives") {
