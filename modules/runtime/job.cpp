@@ -40,9 +40,11 @@ int node_colour(const routed::routing_table& routes) {
     return static_cast<int>(std::ranges::find(seen, mine) - seen.begin());
 }
 
-bool environment_flag(const char* name) {
+// Unset or empty: `otherwise`; "0": false; anything else: true.
+bool environment_flag(const char* name, bool otherwise = false) {
     const char* v = std::getenv(name);
-    return v && *v && std::string_view(v) != "0";
+    if (!v || !*v) return otherwise;
+    return std::string_view(v) != "0";
 }
 
 bool debug_enabled() {
@@ -57,7 +59,8 @@ job::job(job_options options)
       world_(connected_.transport) {
     // Every rank sees the same transport name, so all or none take part.
     const bool across_nodes = connected_.routes.transport_name == "shm+tcp";
-    const bool wanted = options.node_hierarchy.value_or(environment_flag("TUTTI_NODE_HIERARCHY"));
+    const bool wanted =
+        options.node_hierarchy.value_or(environment_flag("TUTTI_NODE_HIERARCHY", true));
     if (wanted && across_nodes)
         world_ = tutti::wait(world_, make_hierarchy(world_, {node_colour(connected_.routes)}));
     if (debug_enabled()) {

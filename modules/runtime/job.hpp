@@ -34,13 +34,11 @@ struct job_options {
     // within a node, TCP between nodes; shm or tcp force one for every peer.
     std::optional<routed::choice> transport;
     // In a job over several nodes of which some hold several ranks (shm+tcp),
-    // true gives the world communicator the node hierarchy (a group per
-    // node), so that `auto` may run the hierarchical compositions: shared
-    // memory within each node, TCP only among the nodes' representatives
-    // (docs/routing.md). nullopt: TUTTI_NODE_HIERARCHY=1 asks for it. Off by
-    // default: a hierarchical call that fails because a rank closed its
-    // transport in order leaves part of its work pending until exit (the
-    // fault test's orderly leaver, under LeakSanitizer).
+    // the world communicator gets the node hierarchy (a group per node), so
+    // that `auto` may run the hierarchical compositions: shared memory
+    // within each node, TCP only among the nodes' representatives
+    // (docs/routing.md). false keeps the world flat. nullopt: on, unless
+    // TUTTI_NODE_HIERARCHY=0.
     std::optional<bool> node_hierarchy;
 };
 

@@ -101,12 +101,12 @@ TEST_CASE("a rank killed on one node: the ranks on every node name it") {
         int hosts, per_host, victim;
     };
     // Mixed shared memory and TCP on posed nodes and in network namespaces,
-    // with a flat world and with the node hierarchy (where a survivor that
-    // waits only within its node hears of the loss from a node-mate); TCP
-    // alone with every rank on a node of its own.
-    for (const auto& l : {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=1 ", "", 2, 2, 3},
-                          layout{"TUTTI_NODE_HIERARCHY=1 ", "", 2, 2, 0}, layout{"", "", 3, 1, 1},
-                          layout{"", "--netns ", 2, 2, 2}}) {
+    // with the node hierarchy (the default: a survivor that waits only
+    // within its node hears of the loss from a node-mate) and without;
+    // TCP alone with every rank on a node of its own.
+    for (const auto& l :
+         {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=0 ", "", 2, 2, 3},
+          layout{"", "", 2, 2, 0}, layout{"", "", 3, 1, 1}, layout{"", "--netns ", 2, 2, 2}}) {
         CAPTURE(l.environment);
         CAPTURE(l.how);
         CAPTURE(l.hosts);
@@ -147,11 +147,12 @@ TEST_CASE("a rank that closes in order is no loss: the others carry on without i
     const auto probe = program("FAULT_PROBE");
     const auto multi_host = program("MULTI_HOST");
     // Shared memory alone; and shared memory and TCP mixed, where the leaver
-    // (rank 1) shares a node with rank 0.
+    // (rank 1) shares a node with rank 0, with the node hierarchy (the
+    // default) and without.
+    const auto two_hosts =
+        "bash " + multi_host + " --hosts 2 --ranks-per-host 2 --timeout 60 -- " + tuttirun + " ";
     for (const std::string& how :
-         {tuttirun + " -n 3 --timeout 60 ", "bash " + multi_host +
-                                                " --hosts 2 --ranks-per-host 2 --timeout 60 -- " +
-                                                tuttirun + " "}) {
+         {tuttirun + " -n 3 --timeout 60 ", two_hosts, "env TUTTI_NODE_HIERARCHY=0 " + two_hosts}) {
         CAPTURE(how);
         auto f = run("timeout 120 " + how + probe + " --leaves 1");
         CAPTURE(f.output);

@@ -5,8 +5,8 @@
 // TUTTI_EXPECT_TRANSPORT=shm+tcp (say) makes a job whose world went through
 // another transport fail, so a test meant for TCP cannot pass over shared
 // memory alone; TUTTI_EXPECT_NODE_HIERARCHY=1 (0) likewise one whose world
-// has no hierarchy (has one): TUTTI_NODE_HIERARCHY=1 gives a world over
-// nodes the node hierarchy.
+// has no hierarchy (has one): a world over nodes has the node hierarchy
+// unless TUTTI_NODE_HIERARCHY=0.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
