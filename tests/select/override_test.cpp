@@ -173,7 +173,7 @@ TEST_CASE("overrides do not recurse into a composition's sub-collectives") {
         const call_signature s{
             .kind = collective::all_reduce, .comm_size = 3, .bytes = 8, .count = 1, .has_op = true};
         CHECK(select_algorithm(s, {}).name == "probe");
-        CHECK(select_algorithm(s, {.sub_call = true}).name == "recursive_doubling");
+        CHECK(select_algorithm(s, {.sub_call = true}).name == "direct");
         // A composition may still name an algorithm for its sub-step in code.
         CHECK(select_algorithm(s, {.forced = "probe", .sub_call = true}).name == "probe");
     }
@@ -255,14 +255,14 @@ TEST_CASE("TUTTI_<COLLECTIVE>_COMPOSITION=flat and a composition that cannot run
     CHECK(select_algorithm(s, {}).name == "hierarchical");
     {
         scoped_env env{{"TUTTI_BARRIER_COMPOSITION", "flat"}};
-        CHECK(select_algorithm(s, {}).name == "dissemination");
+        CHECK(select_algorithm(s, {}).name == "direct");
     }
     {
         scoped_env env{{"TUTTI_BARRIER_COMPOSITION", "hierarchical"},
                        {"TUTTI_COLL_FALLBACK", "silent"}};
         const call_signature no_tree{.kind = collective::barrier, .comm_size = 4};
         const auto why = explain(no_tree);
-        CHECK(why.chosen == "dissemination");
+        CHECK(why.chosen == "direct");
         REQUIRE(why.notes.size() == 1);
         CHECK(contains(why.notes[0], "hierarchy_available fails"));
         CHECK(contains(why.notes[0], "fallback (silent)"));
@@ -278,6 +278,6 @@ TEST_CASE("TUTTI_SELECTION_DEBUG prints each decision once on stderr") {
     });
     const auto text = err.text();
     CHECK(contains(text, "tutti: selection: all_reduce on 3 ranks, 24 bytes"));
-    CHECK(contains(text, "chosen: recursive_doubling (pure)"));
+    CHECK(contains(text, "chosen: direct (pure)"));
     CHECK(text.find("all_reduce on 3 ranks") == text.rfind("all_reduce on 3 ranks"));
 }

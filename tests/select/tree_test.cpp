@@ -101,7 +101,18 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
                               .has_op = true,
                               .commutative = commutative};
     };
-    CHECK(tree.walk(reduce8(8, 8, true)) == "recursive_doubling");
+    // Small vectors on 3 to 8 ranks: every vector to every rank in one round
+    // (oversubscribed shared memory, docs/performance.md, twenty-seventh
+    // session); two ranks, more than eight and longer vectors: recursive
+    // doubling.
+    CHECK(tree.walk(reduce8(8, 8, true)) == "direct");
+    CHECK(tree.walk(reduce8(3, 1 << 10, false)) == "direct");
+    CHECK(tree.walk(reduce8(2, 8, true)) == "recursive_doubling");
+    CHECK(tree.walk(reduce8(9, 8, true)) == "recursive_doubling");
+    CHECK(tree.walk(reduce8(8, 2 << 10, true)) == "recursive_doubling");
+    auto over_tcp = reduce8(4, 8, true);
+    over_tcp.transport = "tcp";
+    CHECK(tree.walk(over_tcp) == "recursive_doubling");
     CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
     CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");
@@ -158,6 +169,21 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         s.transport = "tcp";
         CHECK(tree.walk(s) == "binomial");
     }
+    // Barrier: one round of messages to every rank from 3 to 8 ranks over
+    // shared memory; over TCP, where every message is a system call, fan-in
+    // and fan-out through rank 0 (two hops); dissemination at 2 ranks and
+    // beyond 8 (twenty-seventh session).
+    const auto barrier_on = [&](int p, std::string_view transport) {
+        return tree.walk({.kind = collective::barrier, .comm_size = p, .transport = transport});
+    };
+    CHECK(barrier_on(2, "shm") == "dissemination");
+    CHECK(barrier_on(4, "shm") == "direct");
+    CHECK(barrier_on(8, "inproc") == "direct");
+    CHECK(barrier_on(9, "shm") == "dissemination");
+    CHECK(barrier_on(2, "tcp") == "dissemination");
+    CHECK(barrier_on(3, "tcp") == "linear");
+    CHECK(barrier_on(6, "shm+tcp") == "linear");
+    CHECK(barrier_on(16, "tcp") == "dissemination");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
           "recursive_doubling");
@@ -409,13 +435,13 @@ TEST_CASE("a user-edited tree changes the choice") {
     std::ofstream(path) << tree.dump(2);
     const call_signature small{
         .kind = collective::all_reduce, .comm_size = 4, .bytes = 64, .count = 8, .has_op = true};
-    CHECK(select_algorithm(small, {}).name == "recursive_doubling");
+    CHECK(select_algorithm(small, {}).name == "direct");
     {
         tutti::testing::scoped_env env{{"TUTTI_SELECTION_FILE", path}};
         CHECK(select_algorithm(small, {}).name == "ring");
         const auto why = explain(small);
         CHECK(contains(why.pure_tree, path));
     }
-    CHECK(select_algorithm(small, {}).name == "recursive_doubling");
+    CHECK(select_algorithm(small, {}).name == "direct");
     std::remove(path.c_str());
 }
