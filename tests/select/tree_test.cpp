@@ -110,9 +110,27 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(reduce8(2, 8, true)) == "recursive_doubling");
     CHECK(tree.walk(reduce8(9, 8, true)) == "recursive_doubling");
     CHECK(tree.walk(reduce8(8, 2 << 10, true)) == "recursive_doubling");
-    auto over_tcp = reduce8(4, 8, true);
-    over_tcp.transport = "tcp";
-    CHECK(tree.walk(over_tcp) == "recursive_doubling");
+    // Over TCP, every vector to rank 0 and the result back (two hops, one
+    // message each way for all but rank 0) from 3 to 8 ranks up to 1 KiB,
+    // and up to 64 KiB at 3 and 4 ranks; between nodes with shared memory
+    // inside, at 3 ranks (the representatives of 3 nodes) up to 16 KiB and
+    // from 5 to 8 up to 64 KiB (twenty-seventh session).
+    const auto reduce_over = [&](int p, std::size_t bytes, std::string_view transport) {
+        auto s = reduce8(p, bytes, true);
+        s.transport = transport;
+        return tree.walk(s);
+    };
+    CHECK(reduce_over(2, 8, "tcp") == "recursive_doubling");
+    CHECK(reduce_over(4, 8, "tcp") == "linear");
+    CHECK(reduce_over(4, 64 << 10, "tcp") == "linear");
+    CHECK(reduce_over(4, 128 << 10, "tcp") == "rabenseifner");
+    CHECK(reduce_over(8, 1 << 10, "tcp") == "linear");
+    CHECK(reduce_over(8, 2 << 10, "tcp") == "recursive_doubling");
+    CHECK(reduce_over(3, 16 << 10, "shm+tcp") == "linear");
+    CHECK(reduce_over(3, 32 << 10, "shm+tcp") == "ring");
+    CHECK(reduce_over(4, 8, "shm+tcp") == "recursive_doubling");
+    CHECK(reduce_over(6, 64 << 10, "shm+tcp") == "linear");
+    CHECK(reduce_over(16, 8, "shm+tcp") == "recursive_doubling");
     CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
     CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");

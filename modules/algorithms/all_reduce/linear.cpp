@@ -1,0 +1,69 @@
+// all_reduce: linear
+//
+// Collective:   all_reduce
+// Kind:         pure
+// Restrictions: none (any communicator size; non-commutative operations give
+//               the rank-ordered result)
+// Parameters:   none
+//
+// A reduce to rank 0 and a broadcast from it, both direct: every rank sends
+// its vector to rank 0, which combines the p vectors in rank order and sends
+// the result back to each. Two hops at any p, and every rank but 0 sends
+// and receives once, where recursive doubling has every rank exchange in
+// each of its log2(p') rounds (and two more for p not a power of two). For
+// small vectors between few ranks whose every message and wake-up is dear,
+// as over TCP (Open MPI's basic linear all_reduce).
+
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+
+namespace tutti {
+namespace {
+
+using namespace algorithms_detail;
+
+task<void> linear(const call_context& ctx, const all_reduce_args& a) {
+    const int p = ctx.size();
+    const auto bytes = a.count * a.op->element_size;
+    if (p == 1 || bytes == 0) {
+        copy_unless_same(a.recv.data(), a.send.data(), bytes);
+        co_return;
+    }
+    constexpr std::uint64_t gathered = 0, released = 1;
+    const auto result = a.recv.first(bytes);
+    if (ctx.rank() != 0) {
+        co_await ctx.send(0, gathered, a.send.first(bytes));
+        co_await ctx.recv(0, released, result);
+        co_return;
+    }
+    // Rank 0: the other ranks' vectors, rank 1's first.
+    scratch<> vectors(static_cast<std::size_t>(p - 1) * bytes);
+    const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank - 1); };
+    std::vector<request> requests;
+    requests.reserve(static_cast<std::size_t>(p - 1));
+    for (int peer = 1; peer < p; ++peer)
+        requests.push_back(ctx.irecv(peer, gathered, slot(peer), receive_use::combined_at_once));
+    co_await wait_all(requests);
+    // In place, send and recv are one buffer: combine reads x_0 before it
+    // writes the result there.
+    a.op->combine(a.send.data(), slot(1).data(), result.data(), a.count);
+    for (int rank = 2; rank < p; ++rank)
+        a.op->combine(result.data(), slot(rank).data(), result.data(), a.count);
+
+    requests.clear();
+    for (int peer = 1; peer < p; ++peer)
+        keep_pending(requests, ctx.start_send(peer, released, result, send_awaited::at_end));
+    co_await wait_all(requests);
+}
+
+const bool registered = register_algorithm<all_reduce_args>({
+    .info = {.name = "linear",
+             .form = algorithm_kind::pure,
+             .summary = "every vector to rank 0, combined in rank order, the result back to all"},
+    .run = linear,
+});
+
+} // namespace
+} // namespace tutti
