@@ -187,11 +187,11 @@ TEST_CASE("explain: a named algorithm and a forced one that fails") {
     CHECK(why.notes.at(0) == "'ring' named in code");
     scoped_env env{{"TUTTI_ALL_GATHER_ALGORITHM", "recursive_doubling"},
                    {"TUTTI_COLL_FALLBACK", "silent"}};
-    why = explain_call({.collective = "all_gather", .ranks = 6, .bytes = 64});
+    why = explain_call({.collective = "all_gather", .ranks = 10, .bytes = 64});
     CHECK(why.chosen == "bruck");
     CHECK(contains(why.notes.at(0), "TUTTI_ALL_GATHER_ALGORITHM=recursive_doubling cannot run"));
     CHECK(contains(why.text(), "override: TUTTI_ALL_GATHER_ALGORITHM=recursive_doubling"));
-    why = explain_call({.collective = "all_gather", .ranks = 6, .bytes = 64, .sub_call = true});
+    why = explain_call({.collective = "all_gather", .ranks = 10, .bytes = 64, .sub_call = true});
     CHECK(why.notes.at(0) == "a composition's sub-call: environment overrides do not apply");
 }
 
@@ -226,13 +226,13 @@ TEST_CASE("the tutti-info program explains, as text and JSON") {
     const char* program = std::getenv("TUTTI_INFO");
     if (!program) return; // run outside meson: the functions above are tested
     const auto text =
-        run_command(std::string(program) + " --explain all_gather --ranks 6 --bytes 64 2>&1");
+        run_command(std::string(program) + " --explain all_gather --ranks 10 --bytes 64 2>&1");
     CHECK(contains(text, "chosen: bruck (pure)"));
     CHECK(contains(text, "rejected: recursive_doubling (pure): restriction power_of_two fails: "
-                         "communicator size 6 is not a power of two"));
+                         "communicator size 10 is not a power of two"));
     const auto json = nlohmann::json::parse(run_command(
         std::string(program) + " --explain reduce --ranks 4 --bytes 1K --in-place --json"));
-    CHECK(json["chosen"] == "binomial");
+    CHECK(json["chosen"] == "linear");
     CHECK(json["call"]["in_place"] == true);
     CHECK(json["call"]["bytes"] == 1024);
     const auto bad = run_command(std::string(program) + " --explain nothing 2>&1");

@@ -202,9 +202,25 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(barrier_on(3, "tcp") == "linear");
     CHECK(barrier_on(6, "shm+tcp") == "linear");
     CHECK(barrier_on(16, "tcp") == "dissemination");
-    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "bruck");
-    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 8, .bytes = 64}) ==
+    // All_gather and reduce_scatter: one round of messages to every rank from
+    // 3 to 8 ranks (up to 16 KiB in all, 1 KiB at 3 and 4 ranks for
+    // all_gather); beyond, Bruck or recursive doubling (twenty-seventh
+    // session). Reduce: every vector to the root from 3 to 8 ranks up to 16
+    // KiB.
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "direct");
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 4, .bytes = 4096}) ==
           "recursive_doubling");
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}) == "bruck");
+    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 16, .bytes = 64}) ==
+          "recursive_doubling");
+    CHECK(tree.walk({.kind = collective::reduce_scatter,
+                     .comm_size = 8,
+                     .bytes = 8 << 10,
+                     .count = 1 << 10,
+                     .has_op = true}) == "direct");
+    CHECK(tree.walk(rooted(8, 16 << 10, true)) == "linear");
+    CHECK(tree.walk(rooted(8, 16 << 10, false)) == "linear");
+    CHECK(tree.walk(rooted(16, 8, true)) == "binomial");
     // All_to_all(v): every message posted at once from 3 to 8 ranks (up to
     // 256 KiB blocks at 4 ranks and fewer), pairwise exchanges beyond and at
     // 2 ranks, Bruck for tiny blocks on large communicators.
@@ -265,15 +281,17 @@ TEST_CASE("the walk records the path with its reasons") {
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     std::vector<decision_tree::step> path;
     const auto leaf =
-        tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}, &path);
+        tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}, &path);
     CHECK(leaf == "bruck");
-    REQUIRE(path.size() == 3);
+    REQUIRE(path.size() == 4);
     CHECK(path[0].pointer == "/all_gather");
     CHECK(path[0].branch == "power_of_two=no");
     CHECK(path[0].reason == "power_of_two fails");
     CHECK(path[1].pointer == "/all_gather/power_of_two=no");
-    CHECK(path[1].reason == "bytes = 64 <= 16384");
-    CHECK(path[2].branch == "bruck");
+    CHECK(path[1].branch == "comm_size=any");
+    CHECK(path[2].pointer == "/all_gather/power_of_two=no/comm_size=any");
+    CHECK(path[2].reason == "bytes = 64 <= 16384");
+    CHECK(path[3].branch == "bruck");
 }
 
 TEST_CASE("line_ns: a threshold on how long a line takes between the cores, 0 when unknown") {
@@ -348,10 +366,11 @@ TEST_CASE("a missing region is refused") {
 TEST_CASE("a leaf whose restrictions its path does not guarantee is refused") {
     SUBCASE("power of two") {
         auto tree = builtin(tree_role::pure);
-        tree["all_gather"]["power_of_two=no"]["bytes<=16K"] = "recursive_doubling";
+        tree["all_gather"]["power_of_two=no"]["comm_size=any"]["bytes<=16K"] = "recursive_doubling";
         const auto e = load_error(tree);
-        CHECK(contains(e.what(), "at /all_gather/power_of_two=no/bytes<=16K: all_gather "
-                                 "algorithm 'recursive_doubling' has restriction power_of_two"));
+        CHECK(contains(e.what(), "at /all_gather/power_of_two=no/comm_size=any/bytes<=16K: "
+                                 "all_gather algorithm 'recursive_doubling' has restriction "
+                                 "power_of_two"));
     }
     SUBCASE("commutative operation") {
         auto tree = builtin(tree_role::pure);

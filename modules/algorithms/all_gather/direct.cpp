@@ -1,0 +1,60 @@
+// all_gather: direct
+//
+// Collective:   all_gather
+// Kind:         pure
+// Restrictions: none (any communicator size, in place)
+// Parameters:   none
+//
+// Every rank posts p - 1 receives straight into their blocks of recv and
+// sends its own block to every other rank at once, then awaits them all: one
+// round of latency where recursive doubling and Bruck take ceil(log2 p), for
+// p - 1 messages per rank. For small blocks on few ranks that share cores,
+// where each round costs every rank a turn of its core. Sends start at r + 1
+// and walk around the ring, so that not every rank targets rank 0 first.
+
+#include <vector>
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
+
+namespace tutti {
+namespace {
+
+using namespace algorithms_detail;
+
+task<void> direct(const call_context& ctx, const all_gather_args& a) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    const std::size_t block = a.send.size();
+    const auto block_of = [&](int i) { return blocks_of(a.recv, block, i); };
+    // A send buffer inside recv (in place, or elsewhere in it) is copied to
+    // its block first and sent from there: receives write the other blocks.
+    const bool inside = overlapping(a.send, a.recv);
+    if (inside || p == 1 || block == 0) copy_unless_same(block_of(r).data(), a.send.data(), block);
+    if (p == 1 || block == 0) co_return;
+    const std::span<const std::byte> own = inside ? block_of(r) : a.send;
+
+    std::vector<request> requests;
+    requests.reserve(2 * static_cast<std::size_t>(p - 1));
+    for (int k = 1; k < p; ++k) {
+        const int source = r - k < 0 ? r - k + p : r - k;
+        requests.push_back(ctx.irecv(source, 0, block_of(source)));
+    }
+    for (int k = 1; k < p; ++k) {
+        const int dest = r + k >= p ? r + k - p : r + k;
+        keep_pending(requests, ctx.start_send(dest, 0, own, send_awaited::at_end));
+    }
+    // The own block's copy runs while the messages travel.
+    if (!inside) copy_bytes(block_of(r).data(), a.send.data(), block);
+    co_await wait_all(requests);
+}
+
+const bool registered = register_algorithm<all_gather_args>({
+    .info = {.name = "direct",
+             .form = algorithm_kind::pure,
+             .summary = "one round: the own block to every rank at once, straight into place"},
+    .run = direct,
+});
+
+} // namespace
+} // namespace tutti
