@@ -29,6 +29,42 @@ inline void keep_pending(std::vector<request>& sends, request sent) {
     if (sent) sends.push_back(std::move(sent));
 }
 
+// One round with every other rank at once, as the direct algorithms run it:
+// a receive from each rank into into(source), then a send to each of
+// from(dest), awaited at the call's end. The receives come first, so that
+// no message waits unexpected; sends start at r + 1 and walk around the
+// ring, so that not every rank targets rank 0 first. Await the requests
+// with wait_all.
+template <typename Into, typename From>
+std::vector<request> post_to_every_rank(const call_context& ctx, std::uint64_t step, Into into,
+                                        From from, receive_use use = receive_use::kept) {
+    const int p = ctx.size();
+    const int r = ctx.rank();
+    std::vector<request> requests;
+    requests.reserve(2 * static_cast<std::size_t>(p - 1));
+    for (int k = 1; k < p; ++k) {
+        const int source = r - k < 0 ? r - k + p : r - k;
+        requests.push_back(ctx.irecv(source, step, into(source), use));
+    }
+    for (int k = 1; k < p; ++k) {
+        const int dest = r + k >= p ? r + k - p : r + k;
+        keep_pending(requests, ctx.start_send(dest, step, from(dest), send_awaited::at_end));
+    }
+    return requests;
+}
+
+// out = ((x(0) op x(1)) op x(2)) ... op x(p - 1) for p >= 2: the strict rank
+// order, right for any operation, and the same bits on every rank that
+// folds the same operands. out may be any x(i) with i < 2 (each combine
+// reads its operands before it writes).
+template <typename Contribution>
+void fold_in_rank_order(const reduction_op& op, int p, Contribution x, std::byte* out,
+                        std::size_t count) {
+    op.combine(x(0), x(1), out, count);
+    for (int i = 2; i < p; ++i)
+        op.combine(out, x(i), out, count);
+}
+
 // Whether two buffers share a byte (an in-place call, or a send buffer
 // inside the receive buffer).
 inline bool overlapping(std::span<const std::byte> a, std::span<const std::byte> b) {

@@ -9,8 +9,7 @@
 // sends its own block to every other rank at once, then awaits them all: one
 // round of latency where recursive doubling and Bruck take ceil(log2 p), for
 // p - 1 messages per rank. For small blocks on few ranks that share cores,
-// where each round costs every rank a turn of its core. Sends start at r + 1
-// and walk around the ring, so that not every rank targets rank 0 first.
+// where each round costs every rank a turn of its core.
 
 #include <vector>
 
@@ -34,16 +33,7 @@ task<void> direct(const call_context& ctx, const all_gather_args& a) {
     if (p == 1 || block == 0) co_return;
     const std::span<const std::byte> own = inside ? block_of(r) : a.send;
 
-    std::vector<request> requests;
-    requests.reserve(2 * static_cast<std::size_t>(p - 1));
-    for (int k = 1; k < p; ++k) {
-        const int source = r - k < 0 ? r - k + p : r - k;
-        requests.push_back(ctx.irecv(source, 0, block_of(source)));
-    }
-    for (int k = 1; k < p; ++k) {
-        const int dest = r + k >= p ? r + k - p : r + k;
-        keep_pending(requests, ctx.start_send(dest, 0, own, send_awaited::at_end));
-    }
+    const auto requests = post_to_every_rank(ctx, 0, block_of, [&](int) { return own; });
     // The own block's copy runs while the messages travel.
     if (!inside) copy_bytes(block_of(r).data(), a.send.data(), block);
     co_await wait_all(requests);

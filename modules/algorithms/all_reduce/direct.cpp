@@ -38,22 +38,11 @@ task<void> direct(const call_context& ctx, const all_reduce_args& a) {
     const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank); };
     copy_bytes(slot(r).data(), a.send.data(), bytes);
 
-    std::vector<request> requests;
-    requests.reserve(2 * static_cast<std::size_t>(p - 1));
-    for (int k = 1; k < p; ++k) {
-        const int source = r - k < 0 ? r - k + p : r - k;
-        requests.push_back(ctx.irecv(source, 0, slot(source), receive_use::combined_at_once));
-    }
-    for (int k = 1; k < p; ++k) {
-        const int dest = r + k >= p ? r + k - p : r + k;
-        keep_pending(requests, ctx.start_send(dest, 0, slot(r), send_awaited::at_end));
-    }
+    const auto requests = post_to_every_rank(
+        ctx, 0, slot, [&](int) { return slot(r); }, receive_use::combined_at_once);
     co_await wait_all(requests);
-
-    std::byte* result = a.recv.data();
-    a.op->combine(slot(0).data(), slot(1).data(), result, a.count);
-    for (int rank = 2; rank < p; ++rank)
-        a.op->combine(result, slot(rank).data(), result, a.count);
+    fold_in_rank_order(
+        *a.op, p, [&](int rank) { return slot(rank).data(); }, a.recv.data(), a.count);
 }
 
 const bool registered = register_algorithm<all_reduce_args>({

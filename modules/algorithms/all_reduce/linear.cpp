@@ -48,9 +48,9 @@ task<void> linear(const call_context& ctx, const all_reduce_args& a) {
     co_await wait_all(requests);
     // In place, send and recv are one buffer: combine reads x_0 before it
     // writes the result there.
-    a.op->combine(a.send.data(), slot(1).data(), result.data(), a.count);
-    for (int rank = 2; rank < p; ++rank)
-        a.op->combine(result.data(), slot(rank).data(), result.data(), a.count);
+    fold_in_rank_order(
+        *a.op, p, [&](int rank) { return rank == 0 ? a.send.data() : slot(rank).data(); },
+        result.data(), a.count);
 
     requests.clear();
     for (int peer = 1; peer < p; ++peer)

@@ -41,16 +41,7 @@ task<void> direct(const call_context& ctx, const reduce_scatter_args& a) {
     // Slot i holds rank i's contribution to block r.
     scratch<> slots(static_cast<std::size_t>(p) * bytes);
     const auto slot = [&](int i) { return blocks_of(slots.span(), bytes, i); };
-    std::vector<request> requests;
-    requests.reserve(2 * static_cast<std::size_t>(p - 1));
-    for (int k = 1; k < p; ++k) {
-        const int source = r - k < 0 ? r - k + p : r - k;
-        requests.push_back(ctx.irecv(source, 0, slot(source), receive_use::combined_at_once));
-    }
-    for (int k = 1; k < p; ++k) {
-        const int dest = r + k >= p ? r + k - p : r + k;
-        keep_pending(requests, ctx.start_send(dest, 0, block_of(dest), send_awaited::at_end));
-    }
+    const auto requests = post_to_every_rank(ctx, 0, slot, block_of, receive_use::combined_at_once);
     co_await wait_all(requests);
     if (bytes == 0) co_return;
 
@@ -62,9 +53,7 @@ task<void> direct(const call_context& ctx, const reduce_scatter_args& a) {
         own = slot(r).data();
     }
     const auto contribution = [&](int i) { return i == r ? own : slot(i).data(); };
-    a.op->combine(contribution(0), contribution(1), a.recv.data(), count);
-    for (int i = 2; i < p; ++i)
-        a.op->combine(a.recv.data(), contribution(i), a.recv.data(), count);
+    fold_in_rank_order(*a.op, p, contribution, a.recv.data(), count);
 }
 
 const bool registered = register_algorithm<reduce_scatter_args>({

@@ -62,9 +62,7 @@ task<void> pairwise(const call_context& ctx, const reduce_scatter_args& a) {
     if (bytes == 0) co_return;
 
     auto contribution = [&](int i) { return i == r ? own : slot(i).data(); };
-    a.op->combine(contribution(0), contribution(1), a.recv.data(), count);
-    for (int i = 2; i < p; ++i)
-        a.op->combine(a.recv.data(), contribution(i), a.recv.data(), count);
+    fold_in_rank_order(*a.op, p, contribution, a.recv.data(), count);
 }
 
 const bool registered = register_algorithm<reduce_scatter_args>({
