@@ -8,9 +8,10 @@
 // Every rank posts p - 1 empty receives and sends one empty message to every
 // other rank, then waits for all of them: a single round of latency where
 // dissemination takes ceil(log2 p), for p - 1 messages per rank instead of
-// ceil(log2 p). At three ranks both send two messages, and this one needs
-// half the rounds; over TCP a round (a wake-up on every rank) costs more
-// than a message, so few ranks gain.
+// ceil(log2 p). For few ranks that share cores over shared memory, where
+// each round costs every waiting rank a turn of its core and a message only
+// a cell. Over TCP every message is a system call, and `linear` (two hops
+// through rank 0) does better (docs/performance.md, twenty-seventh session).
 
 #include <vector>
 
