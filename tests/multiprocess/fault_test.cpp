@@ -103,10 +103,15 @@ TEST_CASE("a rank killed on one node: the ranks on every node name it") {
     // Mixed shared memory and TCP on posed nodes and in network namespaces,
     // with the node hierarchy (the default: a survivor that waits only
     // within its node hears of the loss from a node-mate) and without;
-    // TCP alone with every rank on a node of its own.
+    // TCP alone with every rank on a node of its own, and there the
+    // all_reduce through rank 0 (`linear`), whose other survivor waits only
+    // for rank 0 and hears of the loss from it.
+    const char* through_rank_0 =
+        "env TUTTI_ALL_REDUCE_COMPOSITION=flat TUTTI_ALL_REDUCE_ALGORITHM=linear ";
     for (const auto& l :
-         {layout{"", "", 2, 2, 3}, layout{"TUTTI_NODE_HIERARCHY=0 ", "", 2, 2, 3},
-          layout{"", "", 2, 2, 0}, layout{"", "", 3, 1, 1}, layout{"", "--netns ", 2, 2, 2}}) {
+         {layout{"", "", 2, 2, 3}, layout{"env TUTTI_NODE_HIERARCHY=0 ", "", 2, 2, 3},
+          layout{"", "", 2, 2, 0}, layout{"", "", 3, 1, 1}, layout{through_rank_0, "", 3, 1, 2},
+          layout{"", "--netns ", 2, 2, 2}}) {
         CAPTURE(l.environment);
         CAPTURE(l.how);
         CAPTURE(l.hosts);
