@@ -317,4 +317,50 @@ task<void> prefix_doubling(const call_context& ctx, const reduction_op& op, std:
     }
 }
 
+// What the reduce_scatter algorithms that gather every contribution to
+// their own block share (pairwise, direct): where each rank's block lies in
+// send, a slot per rank for its contribution to this rank's block, and the
+// rank-ordered fold of them into recv.
+class own_block_contributions {
+public:
+    own_block_contributions(const call_context& ctx, const reduce_scatter_args& a)
+        : args_(a), size_(ctx.size()), rank_(ctx.rank()),
+          offset_(
+              prefix_offsets(a.counts.first(static_cast<std::size_t>(size_)), a.op->element_size)),
+          count_(a.counts[static_cast<std::size_t>(rank_)]), bytes_(count_ * a.op->element_size),
+          slots_(static_cast<std::size_t>(size_) * bytes_) {}
+    own_block_contributions(const own_block_contributions&) = delete; // slot() points into it
+    own_block_contributions& operator=(const own_block_contributions&) = delete;
+
+    // Rank b's block of send: what this rank contributes to b's result.
+    std::span<const std::byte> block_of(int b) const {
+        return args_.send.subspan(offset_[b], offset_[b + 1] - offset_[b]);
+    }
+    // Where rank i's contribution to this rank's block is received.
+    std::span<std::byte> slot(int i) { return blocks_of(slots_.span(), bytes_, i); }
+    std::size_t bytes() const noexcept { return bytes_; }
+
+    // recv = x0 op x1 op ... op x(p-1) once every other slot is filled. The
+    // own contribution is read from send, or from a copy where recv overlaps
+    // it: the fold writes recv from its first combine.
+    void fold() {
+        if (bytes_ == 0) return;
+        const std::byte* own = block_of(rank_).data();
+        if (overlapping(args_.send, args_.recv.first(bytes_))) {
+            copy_bytes(slot(rank_).data(), own, bytes_);
+            own = slot(rank_).data();
+        }
+        fold_in_rank_order(
+            *args_.op, size_, [&](int i) { return i == rank_ ? own : slot(i).data(); },
+            args_.recv.data(), count_);
+    }
+
+private:
+    const reduce_scatter_args& args_;
+    int size_, rank_;
+    detail::per_rank_sizes offset_;
+    std::size_t count_, bytes_;
+    scratch<> slots_;
+};
+
 } // namespace tutti::algorithms_detail
