@@ -290,6 +290,26 @@ task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::
     }
 }
 
+// Rank 0's half of a linear reduction (all_reduce and reduce_scatter
+// linear): receives every other rank's vector of `count` elements, posted
+// all at once, and writes x0 op x1 op ... op x(p-1) to `out`, x0 being
+// `own`. `out` may be `own` (each combine reads before it writes).
+inline task<void> fold_every_vector_at_rank_zero(const call_context& ctx, std::uint64_t tag,
+                                                 const reduction_op& op, std::size_t count,
+                                                 const std::byte* own, std::byte* out) {
+    const int p = ctx.size();
+    const std::size_t bytes = count * op.element_size;
+    scratch<> vectors(static_cast<std::size_t>(p - 1) * bytes);
+    const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank - 1); };
+    std::vector<request> requests;
+    requests.reserve(static_cast<std::size_t>(p - 1));
+    for (int peer = 1; peer < p; ++peer)
+        requests.push_back(ctx.irecv(peer, tag, slot(peer), receive_use::combined_at_once));
+    co_await wait_all(requests);
+    fold_in_rank_order(
+        op, p, [&](int rank) { return rank == 0 ? own : slot(rank).data(); }, out, count);
+}
+
 // The recursive-doubling rounds scan and exscan share: in round k rank r
 // exchanges with r xor 2^k `partial`, the reduction over its aligned block of
 // 2^k ranks (initially its own data). A reduction from a lower partner is that

@@ -38,21 +38,13 @@ task<void> linear(const call_context& ctx, const all_reduce_args& a) {
         co_await ctx.recv(0, released, result);
         co_return;
     }
-    // Rank 0: the other ranks' vectors, rank 1's first.
-    scratch<> vectors(static_cast<std::size_t>(p - 1) * bytes);
-    const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank - 1); };
+    // In place, send and recv are one buffer: the fold reads x_0 before it
+    // writes the result there.
+    co_await fold_every_vector_at_rank_zero(ctx, gathered, *a.op, a.count, a.send.data(),
+                                            result.data());
+
     std::vector<request> requests;
     requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 1; peer < p; ++peer)
-        requests.push_back(ctx.irecv(peer, gathered, slot(peer), receive_use::combined_at_once));
-    co_await wait_all(requests);
-    // In place, send and recv are one buffer: combine reads x_0 before it
-    // writes the result there.
-    fold_in_rank_order(
-        *a.op, p, [&](int rank) { return rank == 0 ? a.send.data() : slot(rank).data(); },
-        result.data(), a.count);
-
-    requests.clear();
     for (int peer = 1; peer < p; ++peer)
         keep_pending(requests, ctx.start_send(peer, released, result, send_awaited::at_end));
     co_await wait_all(requests);
