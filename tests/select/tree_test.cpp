@@ -111,10 +111,12 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(reduce8(9, 8, true)) == "recursive_doubling");
     CHECK(tree.walk(reduce8(8, 2 << 10, true)) == "recursive_doubling");
     // Over TCP, every vector to rank 0 and the result back (two hops, one
-    // message each way for all but rank 0) from 3 to 8 ranks up to 1 KiB,
-    // and up to 64 KiB at 3 and 4 ranks; between nodes with shared memory
-    // inside, at 3 ranks (the representatives of 3 nodes) up to 16 KiB and
-    // from 5 to 8 up to 64 KiB (twenty-seventh session).
+    // message each way for all but rank 0) from 3 to 8 ranks up to 16 KiB
+    // (twenty-eighth session; 1 KiB before), and up to 64 KiB at 3 and 4
+    // ranks; from 5 to 8 ranks, not a power of two, Rabenseifner's rounds
+    // beyond (the ring before); between nodes with shared memory inside, at 3 ranks (the
+    // representatives of 3 nodes) up to 16 KiB and from 5 to 8 up to 64 KiB
+    // (twenty-seventh session).
     const auto reduce_over = [&](int p, std::size_t bytes, std::string_view transport) {
         auto s = reduce8(p, bytes, true);
         s.transport = transport;
@@ -125,7 +127,12 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(reduce_over(4, 64 << 10, "tcp") == "linear");
     CHECK(reduce_over(4, 128 << 10, "tcp") == "rabenseifner");
     CHECK(reduce_over(8, 1 << 10, "tcp") == "linear");
-    CHECK(reduce_over(8, 2 << 10, "tcp") == "recursive_doubling");
+    CHECK(reduce_over(6, 16 << 10, "tcp") == "linear");
+    CHECK(reduce_over(6, 32 << 10, "tcp") == "rabenseifner");
+    CHECK(reduce_over(6, 16 << 20, "tcp") == "rabenseifner");
+    CHECK(reduce_over(12, 32 << 10, "tcp") == "ring");
+    CHECK(reduce_over(8, 32 << 10, "tcp") == "rabenseifner");
+    CHECK(reduce_over(9, 2 << 10, "tcp") == "recursive_doubling");
     CHECK(reduce_over(3, 16 << 10, "shm+tcp") == "linear");
     CHECK(reduce_over(3, 32 << 10, "shm+tcp") == "ring");
     CHECK(reduce_over(4, 8, "shm+tcp") == "recursive_doubling");
@@ -274,6 +281,57 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(gather_all) == "recursive_doubling");
     gather_all.comm_size = 3;
     CHECK(tree.walk(gather_all) == "ring");
+    // All_to_all over TCP from 3 to 8 ranks: every block posted at once
+    // (linear) for blocks of 1-32 KiB, pairwise beyond; Bruck for short
+    // blocks from 5 ranks; beyond 8 ranks no linear (twenty-eighth session).
+    const auto exchange_over = [&](int p, std::size_t block) {
+        return tree.walk({.kind = collective::all_to_all,
+                          .comm_size = p,
+                          .bytes = block * static_cast<std::size_t>(p),
+                          .transport = "tcp"});
+    };
+    CHECK(exchange_over(2, 16 << 10) == "pairwise");
+    CHECK(exchange_over(4, 512) == "pairwise");
+    CHECK(exchange_over(6, 512) == "bruck");
+    CHECK(exchange_over(4, 16 << 10) == "linear");
+    CHECK(exchange_over(8, 32 << 10) == "linear");
+    CHECK(exchange_over(6, 64 << 10) == "pairwise");
+    CHECK(exchange_over(16, 16 << 10) == "pairwise");
+    // Reduce_scatter over TCP from 3 to 8 ranks: every vector to rank 0 and
+    // each block back (linear) up to 16 KiB, 4 KiB on a power of two; then
+    // the ring, recursive halving on a power of two, and for a
+    // non-commutative operation direct up to 64 KiB, then pairwise
+    // (twenty-eighth session).
+    const auto scatter_reduced_over = [&](int p, std::size_t bytes, bool commutative,
+                                          std::string_view transport = "tcp") {
+        return tree.walk({.kind = collective::reduce_scatter,
+                          .comm_size = p,
+                          .bytes = bytes,
+                          .count = bytes / 8,
+                          .has_op = true,
+                          .commutative = commutative,
+                          .transport = transport});
+    };
+    CHECK(scatter_reduced_over(6, 16 << 10, true) == "linear");
+    CHECK(scatter_reduced_over(6, 32 << 10, true) == "ring");
+    CHECK(scatter_reduced_over(8, 4 << 10, true) == "linear");
+    CHECK(scatter_reduced_over(8, 8 << 10, true) == "recursive_halving");
+    CHECK(scatter_reduced_over(2, 64, true) == "recursive_halving");
+    CHECK(scatter_reduced_over(12, 1 << 10, true) == "ring");
+    CHECK(scatter_reduced_over(5, 16 << 10, false) == "linear");
+    CHECK(scatter_reduced_over(5, 64 << 10, false) == "direct");
+    CHECK(scatter_reduced_over(5, 128 << 10, false) == "pairwise");
+    CHECK(scatter_reduced_over(2, 1 << 10, false) == "pairwise");
+    CHECK(scatter_reduced_over(12, 1 << 10, false) == "pairwise");
+    // Between nodes (shared memory inside), linear up to 4 KiB from 3 to 8
+    // ranks, but for 4 ranks, which keep recursive halving.
+    CHECK(scatter_reduced_over(6, 4 << 10, true, "shm+tcp") == "linear");
+    CHECK(scatter_reduced_over(6, 8 << 10, true, "shm+tcp") == "ring");
+    CHECK(scatter_reduced_over(8, 1 << 10, true, "shm+tcp") == "linear");
+    CHECK(scatter_reduced_over(4, 1 << 10, true, "shm+tcp") == "recursive_halving");
+    CHECK(scatter_reduced_over(3, 1 << 10, false, "shm+tcp") == "linear");
+    CHECK(scatter_reduced_over(3, 8 << 10, false, "shm+tcp") == "pairwise");
+    CHECK(scatter_reduced_over(16, 1 << 10, true, "shm+tcp") == "recursive_halving");
 }
 
 TEST_CASE("the walk records the path with its reasons") {
