@@ -282,8 +282,9 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     gather_all.comm_size = 3;
     CHECK(tree.walk(gather_all) == "ring");
     // All_to_all over TCP from 3 to 8 ranks: every block posted at once
-    // (linear) for blocks of 1-32 KiB, pairwise beyond; Bruck for short
-    // blocks from 5 ranks; beyond 8 ranks no linear (twenty-eighth session).
+    // (linear) for blocks of 1-32 KiB (2-32 KiB from 5 ranks), pairwise
+    // beyond; Bruck for shorter blocks from 5 ranks; beyond 8 ranks no
+    // linear (twenty-eighth session).
     const auto exchange_over = [&](int p, std::size_t block) {
         return tree.walk({.kind = collective::all_to_all,
                           .comm_size = p,
@@ -294,6 +295,9 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(exchange_over(4, 512) == "pairwise");
     CHECK(exchange_over(6, 512) == "bruck");
     CHECK(exchange_over(4, 16 << 10) == "linear");
+    CHECK(exchange_over(4, 2 << 10) == "linear");
+    CHECK(exchange_over(8, 2 << 10) == "bruck");
+    CHECK(exchange_over(8, 3 << 10) == "linear");
     CHECK(exchange_over(8, 32 << 10) == "linear");
     CHECK(exchange_over(6, 64 << 10) == "pairwise");
     CHECK(exchange_over(16, 16 << 10) == "pairwise");
