@@ -310,6 +310,18 @@ inline task<void> fold_every_vector_at_rank_zero(const call_context& ctx, std::u
         op, p, [&](int rank) { return rank == 0 ? own : slot(rank).data(); }, out, count);
 }
 
+// Rank 0's fan-out in the linear algorithms: part(peer) to every other rank
+// at once (an empty part is not sent), all awaited together.
+template <typename Part>
+task<void> send_from_rank_zero(const call_context& ctx, std::uint64_t tag, Part part) {
+    std::vector<request> requests;
+    requests.reserve(static_cast<std::size_t>(ctx.size() - 1));
+    for (int peer = 1; peer < ctx.size(); ++peer)
+        if (const std::span<const std::byte> piece = part(peer); !piece.empty())
+            keep_pending(requests, ctx.start_send(peer, tag, piece, send_awaited::at_end));
+    co_await wait_all(requests);
+}
+
 // The recursive-doubling rounds scan and exscan share: in round k rank r
 // exchanges with r xor 2^k `partial`, the reduction over its aligned block of
 // 2^k ranks (initially its own data). A reduction from a lower partner is that

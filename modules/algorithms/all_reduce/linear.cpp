@@ -14,8 +14,6 @@
 // small vectors between few ranks whose every message and wake-up is dear,
 // as over TCP (Open MPI's basic linear all_reduce).
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -42,12 +40,7 @@ task<void> linear(const call_context& ctx, const all_reduce_args& a) {
     // writes the result there.
     co_await fold_every_vector_at_rank_zero(ctx, gathered, *a.op, a.count, a.send.data(),
                                             result.data());
-
-    std::vector<request> requests;
-    requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 1; peer < p; ++peer)
-        keep_pending(requests, ctx.start_send(peer, released, result, send_awaited::at_end));
-    co_await wait_all(requests);
+    co_await send_from_rank_zero(ctx, released, [&](int) { return result; });
 }
 
 const bool registered = register_algorithm<all_reduce_args>({

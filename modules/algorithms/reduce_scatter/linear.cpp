@@ -15,8 +15,6 @@
 // with more ranks than cores; the ring and recursive halving move less per
 // rank once vectors are long.
 
-#include <vector>
-
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
 
@@ -49,15 +47,9 @@ task<void> linear(const call_context& ctx, const reduce_scatter_args& a) {
     const auto result = whole.span();
     co_await fold_every_vector_at_rank_zero(ctx, gathered, *a.op, total / a.op->element_size,
                                             a.send.data(), result.data());
-
-    std::vector<request> requests;
-    requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 1; peer < p; ++peer)
-        if (const auto b = block(result, peer); !b.empty())
-            keep_pending(requests, ctx.start_send(peer, scattered, b, send_awaited::at_end));
-    // Own block last: in place, recv is send, which the fold has read.
+    // In place, recv is send, which the fold has read.
     if (!own.empty()) copy_bytes(own.data(), block(result, 0).data(), own.size());
-    co_await wait_all(requests);
+    co_await send_from_rank_zero(ctx, scattered, [&](int peer) { return block(result, peer); });
 }
 
 const bool registered = register_algorithm<reduce_scatter_args>({
