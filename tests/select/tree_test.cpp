@@ -274,13 +274,35 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CHECK(tree.walk({.kind = kind, .comm_size = 16, .bytes = 16 * 8}) == "binomial");
     }
     // All_gather over TCP: recursive doubling at every size on a power of
-    // two (shared memory: the ring from 16 KiB), the ring on others.
+    // two (shared memory: the ring from 16 KiB), the ring on others; from 3
+    // to 8 ranks every block through rank 0 (linear) up to 8 KiB, between
+    // nodes only off powers of two (twenty-eighth session).
     call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
     CHECK(tree.walk(gather_all) == "ring");
     gather_all.transport = "tcp";
     CHECK(tree.walk(gather_all) == "recursive_doubling");
     gather_all.comm_size = 3;
     CHECK(tree.walk(gather_all) == "ring");
+    for (std::string_view transport : {"tcp", "shm+tcp"}) {
+        CAPTURE(transport);
+        gather_all.transport = transport;
+        gather_all.comm_size = 6;
+        gather_all.bytes = 8 << 10;
+        CHECK(tree.walk(gather_all) == "linear");
+        gather_all.bytes = 16 << 10;
+        CHECK(tree.walk(gather_all) == "bruck");
+        gather_all.comm_size = 12;
+        gather_all.bytes = 1 << 10;
+        CHECK(tree.walk(gather_all) == "bruck");
+    }
+    gather_all.comm_size = 4;
+    gather_all.transport = "tcp";
+    CHECK(tree.walk(gather_all) == "linear");
+    gather_all.transport = "shm+tcp";
+    CHECK(tree.walk(gather_all) == "recursive_doubling_farthest_first");
+    gather_all.comm_size = 2;
+    gather_all.transport = "tcp";
+    CHECK(tree.walk(gather_all) == "recursive_doubling");
     // All_to_all over TCP from 3 to 8 ranks: every block posted at once
     // (linear) for blocks of 1-32 KiB (2-32 KiB from 5 ranks), pairwise
     // beyond; Bruck for shorter blocks from 5 ranks; beyond 8 ranks no
