@@ -276,7 +276,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // All_gather over TCP: recursive doubling at every size on a power of
     // two (shared memory: the ring from 16 KiB), the ring on others; from 3
     // to 8 ranks every block through rank 0 (linear) up to 8 KiB, between
-    // nodes only off powers of two (twenty-eighth session).
+    // nodes not at 4 ranks, and at 8 up to 4 KiB (twenty-eighth session).
     call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
     CHECK(tree.walk(gather_all) == "ring");
     gather_all.transport = "tcp";
@@ -300,6 +300,11 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(gather_all) == "linear");
     gather_all.transport = "shm+tcp";
     CHECK(tree.walk(gather_all) == "recursive_doubling_farthest_first");
+    gather_all.comm_size = 8;
+    CHECK(tree.walk(gather_all) == "linear");
+    gather_all.bytes = 8 << 10;
+    CHECK(tree.walk(gather_all) == "recursive_doubling_farthest_first");
+    gather_all.bytes = 1 << 10;
     gather_all.comm_size = 2;
     gather_all.transport = "tcp";
     CHECK(tree.walk(gather_all) == "recursive_doubling");
