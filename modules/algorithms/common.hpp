@@ -290,6 +290,19 @@ task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::
     }
 }
 
+// Rank 0's fan-in in the linear algorithms: a receive from every other rank
+// into slot(peer), all posted at once so that no message waits unexpected.
+// Await the requests with wait_all.
+template <typename Slot>
+std::vector<request> post_receives_at_rank_zero(const call_context& ctx, std::uint64_t tag,
+                                                Slot slot, receive_use use = receive_use::kept) {
+    std::vector<request> requests;
+    requests.reserve(static_cast<std::size_t>(ctx.size() - 1));
+    for (int peer = 1; peer < ctx.size(); ++peer)
+        requests.push_back(ctx.irecv(peer, tag, slot(peer), use));
+    return requests;
+}
+
 // Rank 0's half of a linear reduction (all_reduce and reduce_scatter
 // linear): receives every other rank's vector of `count` elements, posted
 // all at once, and writes x0 op x1 op ... op x(p-1) to `out`, x0 being
@@ -301,10 +314,7 @@ inline task<void> fold_every_vector_at_rank_zero(const call_context& ctx, std::u
     const std::size_t bytes = count * op.element_size;
     scratch<> vectors(static_cast<std::size_t>(p - 1) * bytes);
     const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank - 1); };
-    std::vector<request> requests;
-    requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 1; peer < p; ++peer)
-        requests.push_back(ctx.irecv(peer, tag, slot(peer), receive_use::combined_at_once));
+    auto requests = post_receives_at_rank_zero(ctx, tag, slot, receive_use::combined_at_once);
     co_await wait_all(requests);
     fold_in_rank_order(
         op, p, [&](int rank) { return rank == 0 ? own : slot(rank).data(); }, out, count);

@@ -1,6 +1,6 @@
 // all_gather: every algorithm, sizes 1..17, 31, 64, blocks of 0, 1, 7, 3001
 // elements: every block lands exactly in place, also when the send buffer is
-// the rank's own block of recv.
+// the rank's own block of recv or another rank's.
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -44,6 +44,22 @@ TEST_CASE("all_gather: send buffer is the rank's own block of recv") {
             for (std::size_t i = 0; i < n; ++i)
                 recv[own + i] = encode(comm.rank(), 0, static_cast<std::int64_t>(i));
             std::span<const std::int64_t> send(recv.data() + own, n);
+            co_await all_gather(comm, send, recv, use(name));
+            CHECK(misplaced(recv, p, n) == 0);
+        });
+    });
+}
+
+TEST_CASE("all_gather: send buffer is the next rank's block of recv") {
+    // The send buffer is read before the result overwrites it: every
+    // algorithm must take its block from there before receiving into it.
+    sweep<all_gather_args>(signature, [](const std::string& name, int p, std::size_t n) {
+        tutti::testing::run_ranks(p, [&](communicator comm) -> task<void> {
+            std::vector<std::int64_t> recv(n * static_cast<std::size_t>(p), -1);
+            const auto next = static_cast<std::size_t>((comm.rank() + 1) % p) * n;
+            for (std::size_t i = 0; i < n; ++i)
+                recv[next + i] = encode(comm.rank(), 0, static_cast<std::int64_t>(i));
+            std::span<const std::int64_t> send(recv.data() + next, n);
             co_await all_gather(comm, send, recv, use(name));
             CHECK(misplaced(recv, p, n) == 0);
         });

@@ -44,10 +44,7 @@ task<void> linear(const call_context& ctx, const all_gather_args& a) {
     // its block first: the receives write the other blocks.
     const bool inside = overlapping(a.send, a.recv);
     if (inside) copy_unless_same(block_of(0).data(), a.send.data(), block);
-    std::vector<request> requests;
-    requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 1; peer < p; ++peer)
-        requests.push_back(ctx.irecv(peer, gathered, block_of(peer)));
+    auto requests = post_receives_at_rank_zero(ctx, gathered, block_of);
     // The own block's copy runs while the messages travel.
     if (!inside) copy_bytes(block_of(0).data(), a.send.data(), block);
     co_await wait_all(requests);
