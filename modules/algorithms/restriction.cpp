@@ -8,6 +8,8 @@ std::string_view to_string(restriction_kind k) noexcept {
     switch (k) {
     case restriction_kind::power_of_two:
         return "power_of_two";
+    case restriction_kind::even_size:
+        return "even_size";
     case restriction_kind::commutative_op:
         return "commutative_op";
     case restriction_kind::builtin_op:
@@ -49,6 +51,8 @@ bool holds(restriction r, const call_signature& call) noexcept {
     switch (r.kind) {
     case restriction_kind::power_of_two:
         return (call.comm_size & (call.comm_size - 1)) == 0;
+    case restriction_kind::even_size:
+        return call.comm_size % 2 == 0;
     case restriction_kind::commutative_op:
         return !call.has_op || call.commutative;
     case restriction_kind::builtin_op:
@@ -80,6 +84,8 @@ std::optional<std::string> check(restriction r, const call_signature& call) {
     switch (r.kind) {
     case restriction_kind::power_of_two:
         return fmt::format("communicator size {} is not a power of two", call.comm_size);
+    case restriction_kind::even_size:
+        return fmt::format("communicator size {} is odd", call.comm_size);
     case restriction_kind::commutative_op:
         return std::string("the reduction operation is not commutative");
     case restriction_kind::builtin_op:

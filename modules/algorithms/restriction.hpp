@@ -18,6 +18,7 @@ namespace tutti {
 
 enum class restriction_kind {
     power_of_two,        // communicator size is a power of two
+    even_size,           // communicator size is even (ranks pair up)
     commutative_op,      // the reduction is commutative
     builtin_op,          // the reduction is one of tutti's own
     in_place,            // send and receive buffers are the same memory
@@ -33,6 +34,7 @@ enum class restriction_kind {
 
 inline constexpr std::array all_restriction_kinds = {
     restriction_kind::power_of_two,
+    restriction_kind::even_size,
     restriction_kind::commutative_op,
     restriction_kind::builtin_op,
     restriction_kind::in_place,

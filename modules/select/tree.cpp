@@ -95,6 +95,11 @@ struct decision_tree::facts {
         case restriction_kind::power_of_two:
             if (size_high <= 2) return true; // 1 and 2 are powers of two
             break;
+        case restriction_kind::even_size:
+            if (size_low == 2 && size_high == 2) return true;
+            // A power of two above 1 is even.
+            if (size_low >= 2 && flag(restriction_kind::power_of_two) == true) return true;
+            break;
         case restriction_kind::in_place:
             if (flag(restriction_kind::not_in_place) == false) return true;
             break;

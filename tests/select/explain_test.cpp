@@ -113,7 +113,7 @@ TEST_CASE("explain: the shm+tcp section of the pure tree") {
              {"broadcast", 1 << 20, "shm+tcp", "binomial"},
              {"broadcast", 64 << 10, "shm+tcp", "linear"},
              {"all_gather", 1 << 20, "shm+tcp", "recursive_doubling_farthest_first"},
-             {"all_gather", 1 << 20, "shm", "ring"},
+             {"all_gather", 1 << 20, "shm", "recursive_doubling"},
          }) {
         CAPTURE(e.collective);
         CAPTURE(e.bytes);

@@ -42,6 +42,14 @@ TEST_CASE("power_of_two: 1, 2, 4, 8 and 64 ranks hold; 3, 6 and 12 fail") {
     }
 }
 
+TEST_CASE("even_size: 2, 4, 6 and 12 ranks hold; 1, 3 and 7 fail") {
+    for (int p : {2, 4, 6, 12})
+        CHECK(holds(restriction::even_size, {.comm_size = p}));
+    for (int p : {1, 3, 7})
+        CHECK(*check(restriction::even_size, {.comm_size = p}) ==
+              fmt::format("communicator size {} is odd", p));
+}
+
 TEST_CASE("operation restrictions: commutative_op and builtin_op") {
     holds_and_fails(restriction::commutative_op, reduction(4, true, false, false),
                     reduction(4, false, false, false), "not commutative");

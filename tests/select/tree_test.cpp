@@ -274,11 +274,22 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CHECK(tree.walk({.kind = kind, .comm_size = 16, .bytes = 16 * 8}) == "binomial");
     }
     // All_gather over TCP: recursive doubling at every size on a power of
-    // two (shared memory: the ring from 16 KiB), the ring on others; from 3
-    // to 8 ranks every block through rank 0 (linear) up to 8 KiB, between
-    // nodes not at 4 ranks, and at 8 up to 4 KiB (twenty-eighth session).
+    // two (shared memory: up to 4 MiB, the ring beyond); from 3 to 8 ranks
+    // every block through rank 0 (linear) up to 8 KiB, between nodes not at
+    // 4 ranks, and at 8 up to 4 KiB (twenty-eighth session). Above, on an
+    // even number of ranks that is not a power of two the neighbour
+    // exchange (shared memory: up to 4 MiB, the ring beyond), on an odd one
+    // Bruck up to 64 KiB and the ring beyond (twenty-ninth session).
     call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
+    CHECK(tree.walk(gather_all) == "recursive_doubling");
+    gather_all.bytes = 16 << 20;
     CHECK(tree.walk(gather_all) == "ring");
+    gather_all.comm_size = 6;
+    CHECK(tree.walk(gather_all) == "ring");
+    gather_all.bytes = 64 << 10;
+    CHECK(tree.walk(gather_all) == "neighbor_exchange");
+    gather_all.bytes = 1 << 20;
+    gather_all.comm_size = 4;
     gather_all.transport = "tcp";
     CHECK(tree.walk(gather_all) == "recursive_doubling");
     gather_all.comm_size = 3;
@@ -290,10 +301,22 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         gather_all.bytes = 8 << 10;
         CHECK(tree.walk(gather_all) == "linear");
         gather_all.bytes = 16 << 10;
+        CHECK(tree.walk(gather_all) == "neighbor_exchange");
+        gather_all.bytes = 16 << 20;
+        CHECK(tree.walk(gather_all) == "neighbor_exchange");
+        gather_all.comm_size = 5;
+        gather_all.bytes = 64 << 10;
         CHECK(tree.walk(gather_all) == "bruck");
+        gather_all.bytes = 256 << 10;
+        CHECK(tree.walk(gather_all) == "ring");
         gather_all.comm_size = 12;
         gather_all.bytes = 1 << 10;
         CHECK(tree.walk(gather_all) == "bruck");
+        gather_all.bytes = 64 << 10;
+        CHECK(tree.walk(gather_all) == "neighbor_exchange");
+        gather_all.comm_size = 11;
+        CHECK(tree.walk(gather_all) == "ring");
+        gather_all.bytes = 1 << 10;
     }
     gather_all.comm_size = 4;
     gather_all.transport = "tcp";
@@ -372,15 +395,18 @@ TEST_CASE("the walk records the path with its reasons") {
     const auto leaf =
         tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}, &path);
     CHECK(leaf == "bruck");
-    REQUIRE(path.size() == 4);
+    REQUIRE(path.size() == 5);
     CHECK(path[0].pointer == "/all_gather");
     CHECK(path[0].branch == "power_of_two=no");
     CHECK(path[0].reason == "power_of_two fails");
     CHECK(path[1].pointer == "/all_gather/power_of_two=no");
-    CHECK(path[1].branch == "comm_size=any");
-    CHECK(path[2].pointer == "/all_gather/power_of_two=no/comm_size=any");
-    CHECK(path[2].reason == "bytes = 64 <= 16384");
-    CHECK(path[3].branch == "bruck");
+    CHECK(path[1].branch == "even_size=yes");
+    CHECK(path[1].reason == "even_size holds");
+    CHECK(path[2].pointer == "/all_gather/power_of_two=no/even_size=yes");
+    CHECK(path[2].branch == "comm_size=any");
+    CHECK(path[3].pointer == "/all_gather/power_of_two=no/even_size=yes/comm_size=any");
+    CHECK(path[3].reason == "bytes = 64 <= 16384");
+    CHECK(path[4].branch == "bruck");
 }
 
 TEST_CASE("line_ns: a threshold on how long a line takes between the cores, 0 when unknown") {
@@ -455,9 +481,11 @@ TEST_CASE("a missing region is refused") {
 TEST_CASE("a leaf whose restrictions its path does not guarantee is refused") {
     SUBCASE("power of two") {
         auto tree = builtin(tree_role::pure);
-        tree["all_gather"]["power_of_two=no"]["comm_size=any"]["bytes<=16K"] = "recursive_doubling";
+        tree["all_gather"]["power_of_two=no"]["even_size=no"]["comm_size=any"]["bytes<=16K"] =
+            "recursive_doubling";
         const auto e = load_error(tree);
-        CHECK(contains(e.what(), "at /all_gather/power_of_two=no/comm_size=any/bytes<=16K: "
+        CHECK(contains(e.what(), "at /all_gather/power_of_two=no/even_size=no/comm_size=any/"
+                                 "bytes<=16K: "
                                  "all_gather algorithm 'recursive_doubling' has restriction "
                                  "power_of_two"));
     }
@@ -474,6 +502,24 @@ TEST_CASE("a leaf whose restrictions its path does not guarantee is refused") {
         const auto e = load_error(tree, tree_role::composition);
         CHECK(contains(e.what(), "at /barrier: barrier algorithm 'hierarchical' has restriction "
                                  "hierarchy_available"));
+    }
+    SUBCASE("even size") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_gather"] = {{"comm_size<=3", "neighbor_exchange"}, {"comm_size=any", "ring"}};
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "'neighbor_exchange' has restriction even_size"));
+    }
+    SUBCASE("even size guaranteed by a power of two above 1, or by two ranks") {
+        auto tree = builtin(tree_role::pure);
+        tree["all_gather"] = {{"power_of_two=yes",
+                               {{"comm_size<=1", "ring"}, {"comm_size=any", "neighbor_exchange"}}},
+                              {"power_of_two=no",
+                               {{"even_size=yes", "neighbor_exchange"}, {"even_size=no", "ring"}}}};
+        CHECK_NOTHROW(decision_tree::load(tree.dump(), "test.json", tree_role::pure));
+        tree["all_gather"] = {{"comm_size<=1", "ring"},
+                              {"comm_size<=2", "neighbor_exchange"},
+                              {"comm_size=any", "ring"}};
+        CHECK_NOTHROW(decision_tree::load(tree.dump(), "test.json", tree_role::pure));
     }
     SUBCASE("a size threshold that guarantees power of two") {
         auto tree = builtin(tree_role::pure);
