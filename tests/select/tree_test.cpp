@@ -114,7 +114,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // message each way for all but rank 0) from 3 to 8 ranks up to 16 KiB
     // (twenty-eighth session; 1 KiB before), and up to 64 KiB at 3 and 4
     // ranks; from 5 to 8 ranks, not a power of two, Rabenseifner's rounds
-    // beyond (the ring before); between nodes with shared memory inside, at 3 ranks (the
+    // beyond (the ring before), at 8 ranks recursive doubling up to 48 KiB
+    // first (twenty-ninth session); between nodes with shared memory inside, at 3 ranks (the
     // representatives of 3 nodes) up to 16 KiB and from 5 to 8 up to 64 KiB
     // (twenty-seventh session).
     const auto reduce_over = [&](int p, std::size_t bytes, std::string_view transport) {
@@ -131,7 +132,9 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(reduce_over(6, 32 << 10, "tcp") == "rabenseifner");
     CHECK(reduce_over(6, 16 << 20, "tcp") == "rabenseifner");
     CHECK(reduce_over(12, 32 << 10, "tcp") == "ring");
-    CHECK(reduce_over(8, 32 << 10, "tcp") == "rabenseifner");
+    CHECK(reduce_over(8, 32 << 10, "tcp") == "recursive_doubling");
+    CHECK(reduce_over(8, 48 << 10, "tcp") == "recursive_doubling");
+    CHECK(reduce_over(8, 64 << 10, "tcp") == "rabenseifner");
     CHECK(reduce_over(9, 2 << 10, "tcp") == "recursive_doubling");
     CHECK(reduce_over(3, 16 << 10, "shm+tcp") == "linear");
     CHECK(reduce_over(3, 32 << 10, "shm+tcp") == "ring");
