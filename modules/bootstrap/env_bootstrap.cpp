@@ -25,7 +25,7 @@ namespace tutti {
 namespace {
 
 using clock = std::chrono::steady_clock;
-using asio::ip::tcp;
+namespace ip = asio::ip; // not `using asio::ip::tcp`: tutti::tcp (the transport) is in scope
 namespace wire = bootstrap_wire;
 
 constexpr std::string_view launch_hint =
@@ -110,7 +110,7 @@ struct frame {
     std::vector<std::byte> body;
 };
 
-asio::awaitable<frame> read_frame(tcp::socket& socket, int job_size) {
+asio::awaitable<frame> read_frame(ip::tcp::socket& socket, int job_size) {
     wire::header_bytes header{};
     co_await asio::async_read(socket, asio::buffer(header), asio::use_awaitable);
     const auto decoded = wire::decode_header(header, job_size);
@@ -120,7 +120,7 @@ asio::awaitable<frame> read_frame(tcp::socket& socket, int job_size) {
     co_return result;
 }
 
-asio::awaitable<int> write_frame(tcp::socket& socket,
+asio::awaitable<int> write_frame(ip::tcp::socket& socket,
                                  std::shared_ptr<const std::vector<std::byte>> bytes) {
     co_await asio::async_write(socket, asio::buffer(*bytes), asio::use_awaitable);
     co_return 0;
@@ -300,21 +300,22 @@ struct env_bootstrap::impl {
 
     struct join_state {
         int joined = 0;
-        std::vector<std::shared_ptr<tcp::socket>> connections;
+        std::vector<std::shared_ptr<ip::tcp::socket>> connections;
         std::vector<std::string> turned_away; // the first few, for the timeout message
         int more_turned_away = 0;
     };
 
     void validate();
-    tcp::resolver::results_type resolve(clock::time_point deadline);
+    ip::tcp::resolver::results_type resolve(clock::time_point deadline);
     void host(const std::function<void(std::uint16_t)>& on_listening);
     void join();
-    asio::awaitable<int> accept_loop(tcp::acceptor& acceptor, std::shared_ptr<join_state> state);
-    asio::awaitable<int> greet(std::shared_ptr<tcp::socket> socket,
+    asio::awaitable<int> accept_loop(ip::tcp::acceptor& acceptor,
+                                     std::shared_ptr<join_state> state);
+    asio::awaitable<int> greet(std::shared_ptr<ip::tcp::socket> socket,
                                std::shared_ptr<join_state> state);
-    std::string admit(const frame& hello, const std::shared_ptr<tcp::socket>& socket,
+    std::string admit(const frame& hello, const std::shared_ptr<ip::tcp::socket>& socket,
                       join_state& state);
-    asio::awaitable<int> connect_loop(tcp::resolver::results_type endpoints);
+    asio::awaitable<int> connect_loop(ip::tcp::resolver::results_type endpoints);
     std::vector<std::vector<std::byte>> gather_as_root(std::span<const std::byte> mine);
     std::vector<std::vector<std::byte>> gather_as_peer(std::span<const std::byte> mine);
     void send_to_all(std::shared_ptr<const std::vector<std::byte>> bytes, std::string_view what);
@@ -329,10 +330,10 @@ struct env_bootstrap::impl {
     std::string address_; // host:port for messages, with the real port when 0 was asked for
     // Declared before every I/O object so that it is destroyed after them.
     asio::io_context io_;
-    tcp::resolver resolver_{io_};
+    ip::tcp::resolver resolver_{io_};
     asio::steady_timer retry_timer_{io_};
-    tcp::socket root_{io_};                           // ranks other than 0: the link to rank 0
-    std::vector<std::shared_ptr<tcp::socket>> peers_; // rank 0: one per rank, [0] empty
+    ip::tcp::socket root_{io_};                           // ranks other than 0: the link to rank 0
+    std::vector<std::shared_ptr<ip::tcp::socket>> peers_; // rank 0: one per rank, [0] empty
     std::string last_connect_error_ = "no attempt finished";
     std::uint64_t round_ = 0;
     std::optional<std::pair<errc, std::string>> failure_;
@@ -387,11 +388,12 @@ void env_bootstrap::impl::validate() {
                                 c.size, launch_hint));
 }
 
-tcp::resolver::results_type env_bootstrap::impl::resolve(clock::time_point deadline) {
-    auto flags = tcp::resolver::numeric_service;
-    if (config_.rank == 0) flags |= tcp::resolver::passive;
-    auto lookup = [](tcp::resolver& resolver, std::string host, std::string port,
-                     tcp::resolver::flags how) -> asio::awaitable<tcp::resolver::results_type> {
+ip::tcp::resolver::results_type env_bootstrap::impl::resolve(clock::time_point deadline) {
+    auto flags = ip::tcp::resolver::numeric_service;
+    if (config_.rank == 0) flags |= ip::tcp::resolver::passive;
+    auto lookup =
+        [](ip::tcp::resolver& resolver, std::string host, std::string port,
+           ip::tcp::resolver::flags how) -> asio::awaitable<ip::tcp::resolver::results_type> {
         co_return co_await resolver.async_resolve(host, port, how, asio::use_awaitable);
     };
     auto out = start(io_, lookup(resolver_, host_, std::to_string(port_), flags));
@@ -415,11 +417,11 @@ tcp::resolver::results_type env_bootstrap::impl::resolve(clock::time_point deadl
 void env_bootstrap::impl::host(const std::function<void(std::uint16_t)>& on_listening) {
     const auto deadline = clock::now() + config_.timeout;
     const auto endpoint = resolve(deadline).begin()->endpoint();
-    tcp::acceptor acceptor(io_);
+    ip::tcp::acceptor acceptor(io_);
     asio::error_code ec;
     acceptor.open(endpoint.protocol(), ec);
     // A previous job's connections in TIME_WAIT must not keep the port from this one.
-    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.set_option(ip::tcp::acceptor::reuse_address(true), ec);
     if (!ec) acceptor.bind(endpoint, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
@@ -467,11 +469,11 @@ void env_bootstrap::impl::host(const std::function<void(std::uint16_t)>& on_list
                 "the welcome");
 }
 
-asio::awaitable<int> env_bootstrap::impl::accept_loop(tcp::acceptor& acceptor,
+asio::awaitable<int> env_bootstrap::impl::accept_loop(ip::tcp::acceptor& acceptor,
                                                       std::shared_ptr<join_state> state) {
     for (;;) {
         asio::error_code ec;
-        tcp::socket socket =
+        ip::tcp::socket socket =
             co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
         if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return 0;
         if (ec) {
@@ -480,14 +482,14 @@ asio::awaitable<int> env_bootstrap::impl::accept_loop(tcp::acceptor& acceptor,
             co_await retry_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             continue;
         }
-        socket.set_option(tcp::no_delay(true), ec);
-        auto connection = std::make_shared<tcp::socket>(std::move(socket));
+        socket.set_option(ip::tcp::no_delay(true), ec);
+        auto connection = std::make_shared<ip::tcp::socket>(std::move(socket));
         state->connections.push_back(connection);
         start(io_, greet(connection, state));
     }
 }
 
-asio::awaitable<int> env_bootstrap::impl::greet(std::shared_ptr<tcp::socket> socket,
+asio::awaitable<int> env_bootstrap::impl::greet(std::shared_ptr<ip::tcp::socket> socket,
                                                 std::shared_ptr<join_state> state) {
     asio::error_code ec;
     const auto remote = socket->remote_endpoint(ec);
@@ -521,7 +523,7 @@ asio::awaitable<int> env_bootstrap::impl::greet(std::shared_ptr<tcp::socket> soc
 }
 
 std::string env_bootstrap::impl::admit(const frame& hello,
-                                       const std::shared_ptr<tcp::socket>& socket,
+                                       const std::shared_ptr<ip::tcp::socket>& socket,
                                        join_state& state) {
     if (hello.kind != wire::frame_kind::hello)
         return fmt::format("its first frame is of kind {}, not a hello",
@@ -564,7 +566,7 @@ std::string env_bootstrap::impl::admit(const frame& hello,
     return {};
 }
 
-asio::awaitable<int> env_bootstrap::impl::connect_loop(tcp::resolver::results_type endpoints) {
+asio::awaitable<int> env_bootstrap::impl::connect_loop(ip::tcp::resolver::results_type endpoints) {
     for (;;) {
         asio::error_code ec;
         co_await asio::async_connect(root_, endpoints,
@@ -591,7 +593,7 @@ void env_bootstrap::impl::join() {
                          last_connect_error_));
     }
     asio::error_code ec;
-    root_.set_option(tcp::no_delay(true), ec);
+    root_.set_option(ip::tcp::no_delay(true), ec);
 
     wire::encoder hello(wire::frame_kind::hello);
     hello.u32(wire::protocol_version);
@@ -897,7 +899,7 @@ std::string env_bootstrap::reachable_address() const {
     const auto& peers = impl_->peers_;
     const auto address =
         impl_->config_.rank == 0
-            ? (peers.size() > 1 && peers[1] ? peers[1]->local_endpoint(ec) : tcp::endpoint())
+            ? (peers.size() > 1 && peers[1] ? peers[1]->local_endpoint(ec) : ip::tcp::endpoint())
             : impl_->root_.local_endpoint(ec);
     if (ec || address.port() == 0) return {};
     return address.address().to_string();
