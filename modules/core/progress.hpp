@@ -102,10 +102,12 @@ private:
 } // namespace detail
 
 // Runs context and polls t until done() is true. done is checked after every
-// round, from this thread.
-template <class Done>
-void drive(asio::io_context& context, transport& t, Done done) {
+// round, from this thread. start() runs first, inside the loop's scope (so
+// that what it starts resumes and polls as the loop's own work does).
+template <class Start, class Done>
+void drive(asio::io_context& context, transport& t, Start start, Done done) {
     detail::resumption_scope resumptions(context, t);
+    start();
     backoff idle;
     // Polling the io_context takes its lock even when nothing is queued, as
     // much as polling the transport: while idle (nothing completed in the
@@ -138,6 +140,12 @@ void drive(asio::io_context& context, transport& t, Done done) {
             ++idle_rounds;
         }
     }
+}
+
+template <class Done>
+void drive(asio::io_context& context, transport& t, Done done) {
+    drive(
+        context, t, [] {}, std::move(done));
 }
 
 } // namespace tutti

@@ -5,6 +5,7 @@
 // result or rethrows its error.
 #pragma once
 
+#include <concepts>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -20,35 +21,62 @@ namespace tutti {
 template <class T>
 T wait(const communicator& comm, task<T> work) {
     auto& context = comm.context();
-    std::exception_ptr failure;
-    bool done = false;
-    // The completion runs inside run_one() below, on this thread; a future
-    // would be set from Asio's system thread and not wake run_one().
-    using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
-    std::optional<stored> result;
-    if constexpr (std::is_void_v<T>) {
-        spawn(context, std::move(work), [&](std::exception_ptr e) {
-            failure = e;
-            done = true;
-        });
-    } else {
-        spawn(context, std::move(work), [&](std::exception_ptr e, T value) {
-            failure = e;
-            if (!e) result.emplace(std::move(value));
-            done = true;
-        });
+    // The task runs on this thread from here, in a chain of this frame: no
+    // spawned coroutine, no hand-over through the context's queue at its
+    // start or end (detail::run_here).
+    detail::chain here(context.get_executor(), detail::chain::untracked_t{});
+    detail::run_here<T> run(work, here);
+    // A transport whose events come through the context is run (not
+    // polled), and run_one() must block, not return for want of work. A
+    // polled one is never waited on in run_one(), and there the guard would
+    // cost every call a stop of the context as it is dropped (its lock and
+    // its wake-ups), then a restart.
+    auto& transport = comm.transport();
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
+    if (!transport.needs_polling()) keep_running.emplace(context.get_executor());
+    auto done = [&run] { return run.done(); };
+    std::exception_ptr escaped;
+    try {
+        drive(
+            context, transport, [&run] { run.start(); }, done);
+    } catch (...) {
+        escaped = std::current_exception();
     }
-    auto keep_running = asio::make_work_guard(context);
-    drive(context, comm.transport(), [&] { return done; });
-    if (failure) std::rethrow_exception(failure);
-    if constexpr (!std::is_void_v<T>) return std::move(*result);
+    // A handler of other work on the context threw (Asio hands that to
+    // whoever runs the context). The collective still uses the caller's
+    // buffers and this frame: it is finished first, and then the exception
+    // goes on.
+    while (!run.done()) {
+        try {
+            drive(context, transport, done);
+        } catch (...) {
+        }
+    }
+    if (escaped) std::rethrow_exception(escaped);
+    return run.take();
 }
 
-// A collective's call object (what the typed front ends return), run as the
-// task it converts to.
+namespace detail {
+// The root of a call object's run in wait(): it awaits the object where
+// wait() keeps it, so the call refers to the caller's communicator as a
+// co_await does, without the copy a conversion to task<void> takes.
+template <class Call>
+task<void> await_in_place(Call& call) {
+    co_await call;
+}
+} // namespace detail
+
+// A collective's call object (what the typed front ends return), run in
+// place.
 template <converts_to_task Work>
 void wait(const communicator& comm, Work work) {
-    wait(comm, task<void>(std::move(work)));
+    if constexpr (requires(Work & w) {
+                      { w.await_ready() } -> std::convertible_to<bool>;
+                      w.await_resume();
+                  })
+        wait(comm, detail::await_in_place(work));
+    else
+        wait(comm, task<void>(std::move(work)));
 }
 
 } // namespace tutti

@@ -1,4 +1,8 @@
 // The blocking form: one thread per rank, tutti::wait instead of co_await.
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -29,4 +33,42 @@ TEST_CASE("a blocking call's error reaches the caller") {
                                                         all_reduce(comm, v, sum, generation(0)));
                                         }),
                     tutti::error);
+}
+
+// tutti::wait runs the context, and Asio hands an exception thrown by
+// another handler there to whoever runs it. The collective still writes into
+// the caller's buffers then: it must end before the exception reaches the
+// caller. Rank 1 joins only once rank 0's other handler has thrown, so the
+// exception comes while rank 0's all_reduce is surely still waiting.
+TEST_CASE("a blocking call ends its collective before passing on another handler's exception") {
+    std::atomic<bool> thrown{false};
+    std::atomic<int> rank0_sum{-1};
+    inproc::run_threads(2, [&](communicator comm) {
+        std::vector<int> v(3, comm.rank() + 1);
+        if (comm.rank() == 0) {
+            asio::post(comm.context(), [&thrown] {
+                thrown = true;
+                throw std::runtime_error("other work failed");
+            });
+            CHECK_THROWS_WITH_AS(tutti::wait(comm, all_reduce(comm, v, sum)), "other work failed",
+                                 std::runtime_error);
+            rank0_sum = v[2];
+        } else {
+            while (!thrown)
+                std::this_thread::yield();
+            tutti::wait(comm, all_reduce(comm, v, sum));
+            CHECK(v == std::vector<int>(3, 3));
+        }
+    });
+    CHECK(rank0_sum == 3);
+}
+
+TEST_CASE("a blocking call object made from a temporary communicator keeps its own copy") {
+    inproc::run_threads(3, [](communicator comm) {
+        std::vector<int> data(4, comm.rank() == 2 ? 42 : 0);
+        tutti::wait(comm, broadcast(communicator(comm), data, root(2)));
+        CHECK(data == std::vector<int>(4, 42));
+        const auto all = tutti::wait(comm, all_gather(communicator(comm), comm.rank() * 10));
+        CHECK(all == std::vector<int>{0, 10, 20});
+    });
 }
