@@ -12,6 +12,7 @@ each, the ratio tutti / best MPI (below 1: tutti is faster) and bandwidths.
     python3 benchmarks/compare.py --mode netns --ranks 2,4 --sizes 64K,1M,16M
     python3 benchmarks/compare.py --mode netns --ranks 4 --ranks-per-host 2
     python3 benchmarks/compare.py --memcpy --csv ratios.csv --raw runs.csv -- --buffers 4
+    python3 benchmarks/compare.py --implementations tutti,tutti-blocking,openmpi --sizes 8
 
 Arguments after `--` go to every benchmark program (tutti-bench options:
 -i, --min-iterations, --budget, -w, --time-limit, --buffers, ...).
@@ -51,10 +52,20 @@ import tempfile
 from calm import add_mode_options, gate_from
 from netns_hosts import enter_hosts
 
-# tutti-shared: tutti-bench --memory shared, its buffers allocated through
-# tutti (tutti::shared_allocator) so that peers copy out of their mapping.
-IMPLEMENTATIONS = ["tutti", "tutti-shared", "openmpi", "mpich"]
-TUTTIS = ["tutti", "tutti-shared"]
+# Variants of tutti measured as series of their own: tutti-bench's options
+# for each, and the heading of its ratio column.
+# tutti-shared: its buffers allocated through tutti (tutti::shared_allocator)
+# so that peers copy out of their mapping.
+# tutti-blocking: every call through tutti::wait, one at a time, as a program
+# without coroutines makes them (and as the MPI reference calls MPI).
+TUTTI_VARIANTS = {
+    "tutti-shared": (["--memory", "shared"], "shared"),
+    "tutti-blocking": (["--form", "blocking"], "blocking"),
+}
+IMPLEMENTATIONS = ["tutti", "tutti-shared", "tutti-blocking", "openmpi", "mpich"]
+# tutti-blocking only when asked for: it adds a fifth program to every round.
+DEFAULT_IMPLEMENTATIONS = ["tutti", "tutti-shared", "openmpi", "mpich"]
+TUTTIS = ["tutti"] + list(TUTTI_VARIANTS)
 MPIS = ["openmpi", "mpich"]
 
 
@@ -153,8 +164,8 @@ class runner:
 
     def command_for(self, impl, ranks, program_args, env):
         if impl in TUTTIS:
-            if impl == "tutti-shared":
-                program_args = program_args + ["--memory", "shared"]
+            if impl in TUTTI_VARIANTS:
+                program_args = program_args + TUTTI_VARIANTS[impl][0]
             env["TUTTI_TRANSPORT"] = "auto" if self.hierarchical else self.transport
             program = self.in_namespaces([self.bench] + program_args, env)
             if self.args.tutti_launcher == "mpirun":
@@ -212,7 +223,7 @@ class runner:
         with open(csv_path, newline="") as f:
             rows = list(csv.DictReader(f))
         os.unlink(csv_path)
-        if impl == "tutti-shared":
+        if impl in TUTTI_VARIANTS:
             for row in rows:
                 row["implementation"] = impl
         return rows
@@ -239,7 +250,9 @@ def main():
     parser.add_argument("--sizes", default="8,1M,16M", help="as tutti-bench -m: 8,1M or 8:64M")
     parser.add_argument("--repeats", type=int, default=5,
                         help="rounds, each running every implementation once (order rotated)")
-    parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS))
+    parser.add_argument("--implementations", default=",".join(DEFAULT_IMPLEMENTATIONS),
+                        help=f"comma list of {', '.join(IMPLEMENTATIONS)} (default: "
+                        f"{','.join(DEFAULT_IMPLEMENTATIONS)})")
     parser.add_argument("--memcpy", action="store_true",
                         help="also measure memcpy (one rank) and give tutti's fraction of it")
     parser.add_argument("--bind", choices=["default", "core", "none"], default="default",
@@ -329,9 +342,10 @@ def main():
               file=sys.stderr)
 
     mpis = [m for m in implementations if m not in TUTTIS]
-    shared = "tutti-shared" in implementations
+    variants = [v for v in TUTTI_VARIANTS if v in implementations]
     header = ["collective", "ranks", "bytes"] + [f"{i}_us" for i in implementations]
-    header += ["ratio"] + (["shared_ratio"] if shared else []) + ["iteration_ratio"]
+    header += ["ratio"] + [f"{TUTTI_VARIANTS[v][1]}_ratio" for v in variants]
+    header += ["iteration_ratio"]
     header += ["tutti_GBps", "best_mpi_GBps", "tutti_spread"]
     if args.memcpy:
         header += ["memcpy_GBps", "tutti_of_memcpy"]
@@ -346,9 +360,8 @@ def main():
         for i in implementations:
             entry[f"{i}_us"] = lat[i]
         entry["ratio"] = tutti / best if tutti and best else None
-        if shared:
-            entry["shared_ratio"] = (lat["tutti-shared"] / best
-                                     if lat["tutti-shared"] and best else None)
+        for v in variants:
+            entry[f"{TUTTI_VARIANTS[v][1]}_ratio"] = lat[v] / best if lat[v] and best else None
         # Whole iterations (the benchmark's barrier and the call): where the
         # ranks leave a call apart, the barrier after it absorbs the gap.
         whole = {i: median_latency(by_impl.get(i, []), "iteration_us") for i in implementations}
@@ -373,14 +386,16 @@ def main():
           f"{', '.join(transports) or '?'}), "
           f"medians of {args.repeats} rounds of the max-over-ranks mean latency;\n"
           f"# ratio = tutti / best MPI (below 1: tutti faster); shared = the same for tutti-shared "
-          f"(buffers from tutti::shared_allocator); spread = slowest / fastest "
+          f"(buffers from tutti::shared_allocator), blocking for tutti-blocking (each call "
+          f"through tutti::wait); spread = slowest / fastest "
           f"tutti round;\n# iter = the same ratio for whole iterations (the benchmark's barrier "
           f"and the call, slowest rank)" + (f"; {gate.describe()}" if gate else ""))
-    widths = [15, 6, 9] + [16] * len(implementations) + [8] * (3 if shared else 2) + [11, 14, 8]
+    widths = [15, 6, 9] + [max(16, len(i) + 5) for i in implementations]
+    widths += [8] + [9] * len(variants) + [8, 11, 14, 8]
     if args.memcpy:
         widths += [12, 10]
     names = ["collective", "ranks", "bytes"] + [f"{i} µs" for i in implementations]
-    names += ["ratio"] + (["shared"] if shared else []) + ["iter"]
+    names += ["ratio"] + [TUTTI_VARIANTS[v][1] for v in variants] + ["iter"]
     names += ["tutti GB/s", "best MPI GB/s", "spread"]
     if args.memcpy:
         names += ["memcpy GB/s", "of memcpy"]
@@ -389,7 +404,8 @@ def main():
     for e in table:
         cells = [e["collective"], str(e["ranks"]), human(e["bytes"])]
         cells += [show(e[f"{i}_us"], ".2f") for i in implementations]
-        cells += [show(e["ratio"], ".2f")] + ([show(e["shared_ratio"], ".2f")] if shared else [])
+        cells += [show(e["ratio"], ".2f")]
+        cells += [show(e[f"{TUTTI_VARIANTS[v][1]}_ratio"], ".2f") for v in variants]
         cells += [show(e["iteration_ratio"], ".2f")]
         cells += [show(e["tutti_GBps"], ".2f"),
                   show(e["best_mpi_GBps"], ".2f"), show(e["tutti_spread"], ".2f")]

@@ -98,7 +98,8 @@ def main():
     status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "compare.py"), "--build",
                             build, "--mode", "netns", "--ranks", "2", "--collectives",
                             "all_reduce,broadcast", "--sizes", "8,64K", "--repeats", "1",
-                            "--implementations", "tutti,openmpi", "--", "--time-limit", "0.05"])
+                            "--implementations", "tutti,tutti-blocking,openmpi", "--",
+                            "--time-limit", "0.05"])
     check(status == 0, f"compare.py --mode netns exits 0 (it exited {status}"
                        f"{'; stderr: ' + err[-2000:] if status else ''})")
     rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
@@ -107,6 +108,11 @@ def main():
             check(any(r[:1] == [collective] and r[2:4] == size for r in rows),
                   f"compare.py's table has {collective} of {' '.join(size)}")
     check("tutti transport: tcp" in out, "tutti reports the TCP transport")
+    check(any(line.startswith("collective") and "tutti-blocking µs" in line and "blocking" in
+              line.split() for line in out.splitlines()),
+          "the table has tutti-blocking's column and its ratio")
+    check(not any(r[:1] == ["all_reduce"] and r[5] == "-" for r in rows if len(r) > 5),
+          "tutti-blocking measured every all_reduce")
     check("WRONG RESULT" not in err, "no wrong result")
 
     # Two hosts of two ranks: shm within, TCP between; Open MPI started as

@@ -6,6 +6,7 @@
 //   tuttirun -n 2 tutti-bench all_reduce -m 8:16M --validate --csv out.csv
 //   tuttirun -n 4 tutti-bench -a ring all_reduce,all_gather --json out.json
 //   tuttirun -n 1 tutti-bench --memcpy -m 8:64M        (this machine's copy bandwidth)
+//   tuttirun -n 2 tutti-bench --form blocking barrier   (each call through tutti::wait)
 //
 // Exit status: 0 when every check passed, 1 when a check or a collective
 // failed, 2 for a usage error or a process not started as part of a job.
@@ -187,17 +188,62 @@ struct timing {
     int warmup = 0;
 };
 
-// The method's loop: one check on fresh buffers, the warm-up, an agreement
-// on how many timed calls fit in the time limit, then the timed calls, each
-// after a barrier and timed alone.
+// A stretch of the method: calls on the pool's next buffer sets, each after
+// a barrier and timed alone, and the stretch's wall time (barriers included).
+struct stretch {
+    double call_seconds = 0;
+    clock_type::duration wall{};
+};
+
+// The calls awaited one after another in one coroutine (--form coroutine).
 template <class MakeCall>
-tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
-                              std::vector<buffer_set>& pool, const layout& l, const settings& s,
-                              bool validate) {
+tutti::task<stretch> awaited_calls(tutti::communicator world, MakeCall make_call,
+                                   std::vector<buffer_set>& pool, const layout& l,
+                                   const settings& s, std::size_t& next, int calls) {
+    stretch r;
+    const auto begin = clock_type::now();
+    for (int i = 0; i < calls; ++i) {
+        auto& set = next_set(s, l, pool, next);
+        co_await tutti::barrier(world);
+        const auto start = clock_type::now();
+        co_await make_call(set);
+        r.call_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    r.wall = clock_type::now() - begin;
+    co_return r;
+}
+
+// Every call, the barriers too, through tutti::wait, one at a time (--form
+// blocking), as a program without coroutines makes them and as the MPI
+// reference calls MPI. A loop of its own: a coroutine cannot wait for a call
+// on the context that runs it.
+template <class MakeCall>
+stretch blocking_calls(const tutti::communicator& world, MakeCall make_call,
+                       std::vector<buffer_set>& pool, const layout& l, const settings& s,
+                       std::size_t& next, int calls) {
+    stretch r;
+    const auto begin = clock_type::now();
+    for (int i = 0; i < calls; ++i) {
+        auto& set = next_set(s, l, pool, next);
+        tutti::wait(world, tutti::barrier(world));
+        const auto start = clock_type::now();
+        tutti::wait(world, make_call(set));
+        r.call_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+    }
+    r.wall = clock_type::now() - begin;
+    return r;
+}
+
+// The method: one check on fresh buffers, the warm-up, an agreement on how
+// many timed calls fit in the time limit, then the timed calls.
+// run_calls(next, n) makes n calls in the form asked for.
+template <class RunCalls>
+timing time_size(const tutti::communicator& world, RunCalls run_calls,
+                 std::vector<buffer_set>& pool, const layout& l, const settings& s, bool validate) {
     timing t;
     if (validate) {
-        co_await tutti::barrier(world);
-        co_await make_call(pool[0]);
+        std::size_t first = 0;
+        run_calls(first, 1);
         if (const auto wrong = check(l, pool[0]); !wrong.empty()) {
             fmt::print(stderr, "tutti-bench: WRONG RESULT: {}\n", wrong);
             t.sample.failed = 1;
@@ -206,33 +252,17 @@ tutti::task<timing> time_size(tutti::communicator world, MakeCall make_call,
     int iterations = scheduled_iterations(s, l);
     t.warmup = warmup_iterations(s, iterations);
     std::size_t next = 0;
-    double warm_seconds = 0;
-    for (int i = 0; i < t.warmup; ++i) {
-        auto& set = next_set(s, l, pool, next);
-        co_await tutti::barrier(world);
-        const auto start = clock_type::now();
-        co_await make_call(set);
-        warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
-    }
     if (t.warmup > 0) {
-        std::vector<double> mine{warm_seconds / t.warmup}, slowest(1);
-        co_await tutti::all_reduce(world, mine, slowest, tutti::max);
+        const auto warm = run_calls(next, t.warmup);
+        std::vector<double> mine{warm.call_seconds / t.warmup}, slowest(1);
+        tutti::wait(world, tutti::all_reduce(world, mine, slowest, tutti::max));
         iterations = iterations_within_limit(s, iterations, slowest[0]);
     }
-    double seconds = 0;
-    const auto loop_start = clock_type::now();
-    for (int i = 0; i < iterations; ++i) {
-        auto& set = next_set(s, l, pool, next);
-        co_await tutti::barrier(world);
-        const auto start = clock_type::now();
-        co_await make_call(set);
-        seconds += std::chrono::duration<double>(clock_type::now() - start).count();
-    }
-    const std::chrono::duration<double> loop = clock_type::now() - loop_start;
+    const auto timed = run_calls(next, iterations);
     t.iterations = iterations;
-    t.sample.mean_us = seconds / iterations * 1e6;
-    t.sample.iteration_us = loop.count() / iterations * 1e6;
-    co_return t;
+    t.sample.mean_us = timed.call_seconds / iterations * 1e6;
+    t.sample.iteration_us = std::chrono::duration<double>(timed.wall).count() / iterations * 1e6;
+    return t;
 }
 
 struct cli {
@@ -240,7 +270,17 @@ struct cli {
     std::string algorithm = "auto";
     bool memcpy_only = false;
     std::string memory = "private";
+    std::string form = "coroutine";
 };
+
+// The series a row belongs to when --label does not name it.
+std::string default_label(const cli& c) {
+    if (c.memcpy_only) return "memcpy";
+    std::string label = "tutti";
+    if (c.memory == "shared") label += "-shared";
+    if (c.form == "blocking") label += "-blocking";
+    return label;
+}
 
 int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) {
     const auto& s = c.s;
@@ -297,16 +337,27 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
                 if (kind == tutti::collective::barrier) break;
                 continue;
             }
-            const auto t = tutti::wait(world, call.with_call([&](auto make_call) {
-                return time_size(world, make_call, pool, l, s, s.validate && !c.memcpy_only);
-            }));
+            const bool validate = s.validate && !c.memcpy_only;
+            const auto t = call.with_call([&](auto make_call) {
+                if (c.form == "blocking")
+                    return time_size(
+                        world,
+                        [&](std::size_t& next, int calls) {
+                            return blocking_calls(world, make_call, pool, l, s, next, calls);
+                        },
+                        pool, l, s, validate);
+                return time_size(
+                    world,
+                    [&](std::size_t& next, int calls) {
+                        return tutti::wait(
+                            world, awaited_calls(world, make_call, pool, l, s, next, calls));
+                    },
+                    pool, l, s, validate);
+            });
             const auto samples = tutti::wait(world, tutti::gather(world, t.sample));
             if (lead) {
                 row r{.implementation = c.memcpy_only ? "memcpy" : "tutti",
-                      .label = !s.label.empty()       ? s.label
-                               : c.memcpy_only        ? "memcpy"
-                               : c.memory == "shared" ? "tutti-shared"
-                                                      : "tutti",
+                      .label = !s.label.empty() ? s.label : default_label(c),
                       .transport = transport,
                       .collective = name,
                       .algorithm = c.memcpy_only ? "memcpy" : c.algorithm,
@@ -357,6 +408,12 @@ int main(int argc, char** argv) {
            "shared (tutti::shared_allocator: memory the node's other ranks can map, so "
            "large messages are copied once by the receiver)")
         ->check(CLI::IsMember({"private", "shared"}))
+        ->capture_default_str();
+    app.add_option("--form", c.form,
+                   "how the calls are made: coroutine (awaited one after another in one "
+                   "coroutine) or blocking (each through tutti::wait, as a program without "
+                   "coroutines, and the MPI reference, makes them)")
+        ->check(CLI::IsMember({"coroutine", "blocking"}))
         ->capture_default_str();
     try {
         app.parse(argc, argv);

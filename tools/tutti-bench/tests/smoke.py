@@ -108,6 +108,20 @@ def main():
         if "skipped" not in done.stdout or "ring" not in done.stdout:
             fail(f"expected barrier skipped and all_reduce with ring:\n{done.stdout}")
 
+        # The blocking form: every collective through tutti::wait, each
+        # result checked, the rows labelled as its series.
+        blocking_csv = os.path.join(tmp, "blocking.csv")
+        run([args.tuttirun, "-n", "3", "--timeout", "60", args.bench, "all", "-m", SIZES,
+             "--form", "blocking", "--validate", "-i", "20", "--min-iterations", "2", "-w", "2",
+             "--csv", blocking_csv, "-q"], timeout=90)
+        with open(blocking_csv, newline="") as f:
+            blocking = list(csv.DictReader(f))
+        if len(blocking) != expected:
+            fail(f"blocking form: {len(blocking)} rows, expected {expected}")
+        for row in blocking:
+            if row["valid"] != "yes" or row["label"] != "tutti-blocking" or row["ranks"] != "3":
+                fail(f"blocking form: row {row}")
+
         python = plotting_python()
         if python is None:
             print("tutti-bench smoke: matplotlib missing, plot not tried")
