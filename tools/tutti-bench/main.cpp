@@ -301,7 +301,9 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
                                 .transport = transport,
                                 .launch = std::string(job.launch().method()),
                                 .ranks = job.size(),
-                                .command = command});
+                                .command = command,
+                                .label = default_label(c),
+                                .form = c.memcpy_only ? "" : c.form});
         try {
             out->begin();
         } catch (const std::exception& e) {

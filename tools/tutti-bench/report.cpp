@@ -87,10 +87,12 @@ void report::begin() {
     write_csv();
     if (!settings_.json.empty()) write_file(settings_.json, "");
     fmt::print(
-        "# {}: {} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
+        "# {}: {}{} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
         "calls,\n# average/min/max over ranks; algbw = bytes / max; iter = the slowest rank's wall "
         "time per\n# timed iteration (the benchmark's barrier, the call, the loop)\n",
-        info_.tool, info_.implementation, info_.transport, info_.ranks, info_.launch);
+        info_.tool, info_.implementation,
+        info_.form.empty() ? "" : fmt::format(", {} form", info_.form), info_.transport,
+        info_.ranks, info_.launch);
     fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>7}\n", "collective",
                "algorithm", "bytes", "iters", "avg_us", "min_us", "max_us", "GB/s", "iter_us",
                "valid");
@@ -119,7 +121,10 @@ void report::finish() {
         nlohmann::json doc;
         doc["tool"] = info_.tool;
         doc["implementation"] = info_.implementation;
-        doc["label"] = settings_.label.empty() ? info_.implementation : settings_.label;
+        doc["label"] = !settings_.label.empty() ? settings_.label
+                       : !info_.label.empty()   ? info_.label
+                                                : info_.implementation;
+        if (!info_.form.empty()) doc["form"] = info_.form;
         doc["transport"] = info_.transport;
         doc["launch"] = info_.launch;
         doc["ranks"] = info_.ranks;

@@ -26,6 +26,12 @@ struct run_info {
     std::string launch;
     int ranks = 0;
     std::vector<std::string> command;
+    // The series' name where --label gives none (tutti-shared, say); empty:
+    // the implementation's.
+    std::string label = {};
+    // How the calls are made, where the program offers a choice (tutti-bench
+    // --form); empty where it does not.
+    std::string form = {};
 };
 
 class report {

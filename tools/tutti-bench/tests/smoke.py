@@ -77,8 +77,10 @@ def main():
         expected = 1 + (len(COLLECTIVES) - 1) * len(SIZES.split(","))
         if len(rows) != expected or len(results) != expected:
             fail(f"{len(rows)} CSV rows and {len(results)} JSON rows, expected {expected}")
-        if doc["ranks"] != 2 or doc["implementation"] != "tutti" or doc["label"] != "smoke":
-            fail(f"JSON head {doc['ranks']=} {doc['implementation']=} {doc['label']=}")
+        if (doc["ranks"] != 2 or doc["implementation"] != "tutti" or doc["label"] != "smoke"
+                or doc.get("form") != "coroutine"):
+            fail(f"JSON head {doc['ranks']=} {doc['implementation']=} {doc['label']=} "
+                 f"{doc.get('form')=}")
         seen = set()
         for row, result in zip(rows, results):
             if row["collective"] != result["collective"] or int(row["bytes"]) != result["bytes"]:
@@ -111,9 +113,16 @@ def main():
         # The blocking form: every collective through tutti::wait, each
         # result checked, the rows labelled as its series.
         blocking_csv = os.path.join(tmp, "blocking.csv")
-        run([args.tuttirun, "-n", "3", "--timeout", "60", args.bench, "all", "-m", SIZES,
-             "--form", "blocking", "--validate", "-i", "20", "--min-iterations", "2", "-w", "2",
-             "--csv", blocking_csv, "-q"], timeout=90)
+        blocking_json = os.path.join(tmp, "blocking.json")
+        done = run([args.tuttirun, "-n", "3", "--timeout", "60", args.bench, "all", "-m", SIZES,
+                    "--form", "blocking", "--validate", "-i", "20", "--min-iterations", "2",
+                    "-w", "2", "--csv", blocking_csv, "--json", blocking_json, "-q"], timeout=90)
+        if "tutti, blocking form over" not in done.stdout:
+            fail(f"blocking form: the table's head does not say so:\n{done.stdout[:400]}")
+        with open(blocking_json) as f:
+            head = json.load(f)
+        if head.get("form") != "blocking" or head["label"] != "tutti-blocking":
+            fail(f"blocking form: JSON head {head.get('form')=} {head['label']=}")
         with open(blocking_csv, newline="") as f:
             blocking = list(csv.DictReader(f))
         if len(blocking) != expected:
