@@ -131,6 +131,12 @@ def main():
             if row["valid"] != "yes" or row["label"] != "tutti-blocking" or row["ranks"] != "3":
                 fail(f"blocking form: row {row}")
 
+        # A form it does not know is a usage error naming the option.
+        wrong = subprocess.run([args.bench, "--form", "blockin", "barrier"], capture_output=True,
+                               text=True, timeout=30)
+        if wrong.returncode != 2 or "--form: blockin not in" not in wrong.stderr:
+            fail(f"--form blockin: exit {wrong.returncode}, stderr {wrong.stderr!r}")
+
         python = plotting_python()
         if python is None:
             print("tutti-bench smoke: matplotlib missing, plot not tried")
