@@ -3,12 +3,14 @@
 // or raw sends with tutti's progress engine, and report through their
 // exit status (details on stderr). The parent asserts on the statuses and
 // that no segment is left in /dev/shm.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -38,9 +40,11 @@ using tutti::testing::fork_bootstrap;
 
 namespace {
 
-// A failed check inside a child: it ends the child with a message.
-void expect(bool ok, const std::string& what) {
-    if (!ok) throw std::runtime_error(what);
+// A failed check inside a child: it ends the child with a message. The
+// message is formatted only then: checks run on every element of a message.
+template <class... Args>
+void expect(bool ok, fmt::format_string<Args...> what, Args&&... args) {
+    if (!ok) throw std::runtime_error(fmt::format(what, std::forward<Args>(args)...));
 }
 
 std::string unique_job() {
@@ -153,6 +157,46 @@ std::byte pattern(std::uint64_t message, std::uint64_t i) {
     return static_cast<std::byte>((message * 131 + i * 7 + (i >> 13)) & 0xff);
 }
 
+// pattern(message, i) repeats every 2 MiB: i * 7 and i >> 13 both move by a
+// multiple of 256 when i does by 2^21. The messages of 64 MiB are filled and
+// checked a period at a time with memcpy and memcmp: byte by byte they took
+// most of these tests' time in the sanitizer build (-O0, every access
+// checked), 80 of its 148 s.
+constexpr std::size_t pattern_period = std::size_t{1} << 21;
+
+void fill_pattern(std::span<std::byte> out, std::uint64_t message) {
+    const std::size_t head = std::min(out.size(), pattern_period);
+    for (std::size_t i = 0; i < head; ++i)
+        out[i] = pattern(message, i);
+    for (std::size_t at = head; at < out.size(); at += head)
+        std::memcpy(out.data() + at, out.data(), std::min(head, out.size() - at));
+}
+
+std::vector<std::byte> patterned(std::size_t bytes, std::uint64_t message) {
+    std::vector<std::byte> v(bytes);
+    fill_pattern(v, message);
+    return v;
+}
+
+// The first byte of `in` that is not pattern(message, i), if any.
+std::optional<std::size_t> pattern_differs(std::span<const std::byte> in, std::uint64_t message) {
+    const auto expected = patterned(std::min(in.size(), pattern_period), message);
+    for (std::size_t at = 0; at < in.size(); at += expected.size()) {
+        const std::size_t n = std::min(expected.size(), in.size() - at);
+        if (std::memcmp(in.data() + at, expected.data(), n) == 0) continue;
+        for (std::size_t i = 0;; ++i)
+            if (in[at + i] != expected[i]) return at + i;
+    }
+    return std::nullopt;
+}
+
+// Throws naming message m and the first byte that differs, if one does.
+void expect_pattern(std::span<const std::byte> in, std::uint64_t message, std::size_t m) {
+    if (const auto at = pattern_differs(in, message))
+        throw std::runtime_error(
+            fmt::format("message {} of {} bytes differs at byte {}", m, in.size(), *at));
+}
+
 message_header header_for(int source, std::uint64_t step, std::size_t bytes) {
     message_header h;
     h.key = {.communicator = 77, .generation = 1, .step = step, .source = source};
@@ -181,8 +225,7 @@ void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<s
             private_out[m].resize(sizes[m]);
             out[m] = private_out[m];
         }
-        for (std::size_t i = 0; i < sizes[m]; ++i)
-            out[m][i] = pattern(m + 100u * me, i);
+        fill_pattern(out[m], m + 100u * me);
         in[m].assign(sizes[m], std::byte{0x5a});
     }
     drive(t, io, [&]() -> task<void> {
@@ -211,12 +254,9 @@ void exchange_sizes(shm::transport& t, asio::io_context& io, const std::vector<s
         }
     }());
     for (std::size_t m = 0; m < sizes.size(); ++m) {
-        expect(in[m].size() == sizes[m],
-               fmt::format("message {} has {} bytes, not {}", m, in[m].size(), sizes[m]));
-        for (std::size_t i = 0; i < sizes[m]; ++i)
-            if (in[m][i] != pattern(m + 100u * peer, i))
-                throw std::runtime_error(
-                    fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+        expect(in[m].size() == sizes[m], "message {} has {} bytes, not {}", m, in[m].size(),
+               sizes[m]);
+        expect_pattern(in[m], m + 100u * peer, m);
     }
 }
 
@@ -248,7 +288,7 @@ std::vector<std::string> usable(collective kind, const call_signature& call) {
     std::vector<std::string> names;
     for (const auto* info : algorithms().list(kind))
         if (!info->check(call)) names.push_back(info->name);
-    expect(!names.empty(), fmt::format("no {} algorithm applies", to_string(kind)));
+    expect(!names.empty(), "no {} algorithm applies", to_string(kind));
     return names;
 }
 
@@ -270,9 +310,8 @@ void run_collectives(shm::transport& t, asio::io_context& io, communicator comm)
             for (std::size_t k = 0; k < count; ++k) {
                 const std::int64_t want =
                     1000LL * p * (p - 1) / 2 + p * static_cast<std::int64_t>(k);
-                expect(data[k] == want,
-                       fmt::format("all_reduce '{}' of {}: element {} is {}, not {}", name, count,
-                                   k, data[k], want));
+                expect(data[k] == want, "all_reduce '{}' of {}: element {} is {}, not {}", name,
+                       count, k, data[k], want);
             }
         }
     }
@@ -292,9 +331,9 @@ void run_collectives(shm::transport& t, asio::io_context& io, communicator comm)
                 for (std::size_t k = 0; k < n; ++k)
                     expect(recv[static_cast<std::size_t>(i) * n + k] ==
                                encode(i, me, static_cast<std::int64_t>(k)),
-                           fmt::format("all_to_all '{}' with {} per block: block {} element {} "
-                                       "is misplaced",
-                                       name, n, i, k));
+                           "all_to_all '{}' with {} per block: block {} element {} "
+                           "is misplaced",
+                           name, n, i, k);
         }
     }
     for (const auto& name :
@@ -304,7 +343,7 @@ void run_collectives(shm::transport& t, asio::io_context& io, communicator comm)
         if (me == p - 1) text = fmt::format("{:->70000}", "from the last rank");
         drive(t, io, broadcast(comm, text, root(p - 1), use(name)));
         expect(text == fmt::format("{:->70000}", "from the last rank"),
-               fmt::format("broadcast '{}' of a string gave {} characters", name, text.size()));
+               "broadcast '{}' of a string gave {} characters", name, text.size());
     }
     for (const auto& name :
          usable(collective::barrier, {.kind = collective::barrier, .comm_size = p}))
@@ -357,15 +396,15 @@ TEST_CASE(
                 exchange_sizes(
                     *t, io, {0, 1, cell, cell + 1, 5 * cell + 17, 300000, 64u << 20, 0, 3 * cell});
                 auto c = t->counters();
-                expect(c.eager == 4, fmt::format("{} eager messages, not 4", c.eager));
+                expect(c.eager == 4, "{} eager messages, not 4", c.eager);
                 const int peer = 1 - t->rank();
                 if (cma && t->cma_to(peer)) {
-                    expect(c.cma == 2 && c.chunked == 3,
-                           fmt::format("single copy: {} cma, {} chunked", c.cma, c.chunked));
+                    expect(c.cma == 2 && c.chunked == 3, "single copy: {} cma, {} chunked", c.cma,
+                           c.chunked);
                 } else {
                     if (cma) fmt::print(stderr, "process_vm_readv unavailable here: chunks only\n");
-                    expect(c.cma == 0 && c.chunked == 5,
-                           fmt::format("chunks only: {} cma, {} chunked", c.cma, c.chunked));
+                    expect(c.cma == 0 && c.chunked == 5, "chunks only: {} cma, {} chunked", c.cma,
+                           c.chunked);
                 }
             },
             job);
@@ -380,9 +419,7 @@ void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std
     std::vector<std::vector<std::byte>> buffers(sizes.size());
     for (std::size_t m = 0; m < sizes.size(); ++m) {
         buffers[m].assign(sizes[m], std::byte{0x5a});
-        if (t.rank() == 0)
-            for (std::size_t i = 0; i < sizes[m]; ++i)
-                buffers[m][i] = pattern(m, i);
+        if (t.rank() == 0) fill_pattern(buffers[m], m);
     }
     drive(t, io, [&]() -> task<void> {
         std::vector<request> pending;
@@ -394,10 +431,7 @@ void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std
     }());
     if (t.rank() == 1)
         for (std::size_t m = 0; m < sizes.size(); ++m)
-            for (std::size_t i = 0; i < sizes[m]; ++i)
-                if (buffers[m][i] != pattern(m, i))
-                    throw std::runtime_error(
-                        fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+            expect_pattern(buffers[m], m, m);
 }
 
 // Ranks 0 and 1 send every size to each other (by isend or
@@ -413,8 +447,7 @@ void exchange_keeping_a_receive_posted(shm::transport& t, asio::io_context& io,
     std::vector<std::vector<std::byte>> out(sizes.size()), in(sizes.size());
     for (std::size_t m = 0; m < sizes.size(); ++m) {
         out[m].resize(sizes[m]);
-        for (std::size_t i = 0; i < sizes[m]; ++i)
-            out[m][i] = pattern(m + 100u * me, i);
+        fill_pattern(out[m], m + 100u * me);
         in[m].assign(sizes[m], std::byte{0x5a});
     }
     std::array<std::byte, 1> token{std::byte{1}}, token_in{};
@@ -433,10 +466,7 @@ void exchange_keeping_a_receive_posted(shm::transport& t, asio::io_context& io,
         co_await last_in->wait();
     }());
     for (std::size_t m = 0; m < sizes.size(); ++m)
-        for (std::size_t i = 0; i < sizes[m]; ++i)
-            if (in[m][i] != pattern(m + 100u * peer, i))
-                throw std::runtime_error(
-                    fmt::format("message {} of {} bytes differs at byte {}", m, sizes[m], i));
+        expect_pattern(in[m], m + 100u * peer, m);
 }
 
 TEST_CASE("shm: a send awaited only at the end goes by single copy from its own threshold") {
@@ -457,15 +487,14 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
         auto c = t->counters();
         if (t->rank() == 0)
             expect(c.cma == 2 && c.chunked == 1,
-                   fmt::format("awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma,
-                               c.chunked));
+                   "awaited at the end: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked);
         // The same size sent by isend stays below its threshold: chunks.
         const auto before = t->counters();
         exchange_sizes(*t, io, {100000});
         c = t->counters();
         expect(c.cma == before.cma && c.chunked == before.chunked + 1,
-               fmt::format("then by isend: {} cma, {} chunked, from {} and {}", c.cma, c.chunked,
-                           before.cma, before.chunked));
+               "then by isend: {} cma, {} chunked, from {} and {}", c.cma, c.chunked, before.cma,
+               before.chunked);
     });
 }
 
@@ -486,16 +515,14 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
             // share of both copies (32 KiB chunks: 200000 bytes is less
             // than two of shared_copy_chunk's 128 KiB).
             if (t->rank() == 0)
-                expect(c.cma == 2 && c.chunked == 1,
-                       fmt::format("one way: {} cma, {} chunked, not 2 and 1", c.cma, c.chunked));
+                expect(c.cma == 2 && c.chunked == 1, "one way: {} cma, {} chunked, not 2 and 1",
+                       c.cma, c.chunked);
             else
-                expect(c.copies_shared == 2,
-                       fmt::format("one way: {} shared copies, not 2", c.copies_shared));
+                expect(c.copies_shared == 2, "one way: {} shared copies, not 2", c.copies_shared);
         } else if (t->rank() == 0) {
             // Sharing cores, single copy from 32 KiB, by the receiver alone.
-            expect(
-                c.cma == 3 && c.chunked == 0,
-                fmt::format("oversubscribed: {} cma, {} chunked, not 3 and 0", c.cma, c.chunked));
+            expect(c.cma == 3 && c.chunked == 0, "oversubscribed: {} cma, {} chunked, not 3 and 0",
+                   c.cma, c.chunked);
         }
         // An exchange: both ranks send to each other with a receive of the
         // call from the other posted. Sent awaited at the end: with a core
@@ -512,8 +539,8 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
             const std::uint64_t by_cma = at_end ? (core_each ? 4 : 5) : (core_each ? 1 : 2);
             expect(c.cma - before.cma == by_cma &&
                        c.chunked - before.chunked == sizes.size() - by_cma,
-                   fmt::format("exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
-                               c.chunked - before.chunked, by_cma, sizes.size() - by_cma));
+                   "exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
+                   c.chunked - before.chunked, by_cma, sizes.size() - by_cma);
         }
     });
 }
@@ -534,15 +561,15 @@ TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces 
         auto c = t->counters();
         const std::uint64_t one_way = 1 + (core_each ? 10 : 3) + 5;
         if (t->rank() == 0)
-            expect(c.message_cells == one_way,
-                   fmt::format("one way: {} cells, not {}", c.message_cells, one_way));
+            expect(c.message_cells == one_way, "one way: {} cells, not {}", c.message_cells,
+                   one_way);
         // Each rank receives from the other in the same call: whole cells,
         // 3 for the message and 1 for the token after it.
         const auto before = t->counters().message_cells;
         exchange_keeping_a_receive_posted(*t, io, {40000}, false);
         c = t->counters();
-        expect(c.message_cells - before == 4,
-               fmt::format("exchange: {} cells, not 4", c.message_cells - before));
+        expect(c.message_cells - before == 4, "exchange: {} cells, not 4",
+               c.message_cells - before);
     });
 }
 
@@ -565,11 +592,9 @@ TEST_CASE("shm: messages written into the cells with streaming stores arrive who
             // message, which travels in the cell's header.
             if (kind == stores::streaming)
                 expect(c.streamed_cells + 1 == c.message_cells && c.streamed_cells > 0,
-                       fmt::format("streaming: {} of {} cells streamed", c.streamed_cells,
-                                   c.message_cells));
+                       "streaming: {} of {} cells streamed", c.streamed_cells, c.message_cells);
             if (kind == stores::cached)
-                expect(c.streamed_cells == 0,
-                       fmt::format("cached: {} cells streamed", c.streamed_cells));
+                expect(c.streamed_cells == 0, "cached: {} cells streamed", c.streamed_cells);
         });
     }
 }
@@ -584,9 +609,8 @@ TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") 
             shm::options opts;
             if (boot.rank() == 0) opts.line_ns = 450;
             auto t = shm::create_transport(boot, io, opts);
-            expect(t->capabilities().line_ns == 450,
-                   fmt::format("rank {} took {} ns, not rank 0's 450", boot.rank(),
-                               t->capabilities().line_ns));
+            expect(t->capabilities().line_ns == 450, "rank {} took {} ns, not rank 0's 450",
+                   boot.rank(), t->capabilities().line_ns);
         });
     }
     // Measured (where the ranks do not outnumber the cores): the same figure
@@ -599,10 +623,10 @@ TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") 
         std::vector<std::uint32_t> sent{mine}, everyone(2);
         communicator comm(t);
         drive(*t, io, all_gather(comm, sent, everyone));
-        expect(everyone[0] == everyone[1],
-               fmt::format("rank 0 took {} ns and rank 1 {}", everyone[0], everyone[1]));
+        expect(everyone[0] == everyone[1], "rank 0 took {} ns and rank 1 {}", everyone[0],
+               everyone[1]);
         expect(mine == 0 || !ranks_outnumber_cores(2),
-               fmt::format("{} ns measured where the ranks outnumber the cores", mine));
+               "{} ns measured where the ranks outnumber the cores", mine);
     });
 }
 
@@ -646,14 +670,14 @@ TEST_CASE("shm: where lines travel far, a receive combined at once is copied by 
             if (comm.rank() == 0)
                 expect(reduced.copies_shared == (far ? 0u : 1u) &&
                            reduced.copies_alone_far == (far ? 1u : 0u),
-                       fmt::format("the reduce: {} shared copies, {} alone", reduced.copies_shared,
-                                   reduced.copies_alone_far));
+                       "the reduce: {} shared copies, {} alone", reduced.copies_shared,
+                       reduced.copies_alone_far);
             else
                 expect(broadcast_too.copies_shared == reduced.copies_shared + 1 &&
                            broadcast_too.copies_alone_far == 0,
-                       fmt::format("the broadcast: {} shared copies, {} alone",
-                                   broadcast_too.copies_shared - reduced.copies_shared,
-                                   broadcast_too.copies_alone_far));
+                       "the broadcast: {} shared copies, {} alone",
+                       broadcast_too.copies_shared - reduced.copies_shared,
+                       broadcast_too.copies_alone_far);
         });
     }
 }
@@ -681,10 +705,10 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
             auto c = t->counters();
             if (t->rank() == 0) {
                 expect(c.cma == 0 && c.chunked == 5 && !t->cma_to(1),
-                       fmt::format("rank 0 to rank 1: {} cma, {} chunked", c.cma, c.chunked));
+                       "rank 0 to rank 1: {} cma, {} chunked", c.cma, c.chunked);
             } else {
                 expect(c.cma == 3 && c.chunked == 2 && t->cma_to(0),
-                       fmt::format("rank 1 to rank 0: {} cma, {} chunked", c.cma, c.chunked));
+                       "rank 1 to rank 0: {} cma, {} chunked", c.cma, c.chunked);
             }
         },
         job);
@@ -706,13 +730,14 @@ int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator
     for (; round < max_rounds && kinds_helped != 3; ++round) {
         const bool from_shared = round % 2 == 1;
         std::span<std::byte> buffer = from_shared ? std::span<std::byte>(shared) : plain;
-        for (std::size_t i = 0; i < bytes; ++i)
-            buffer[i] = comm.rank() == 0 ? pattern(round, i) : std::byte{0};
+        if (comm.rank() == 0)
+            fill_pattern(buffer, round);
+        else
+            std::ranges::fill(buffer, std::byte{0});
         drive(t, io, broadcast(comm, buffer, root(0), use("binomial")));
-        for (std::size_t i = 0; i < bytes; ++i)
-            if (buffer[i] != pattern(round, i))
-                throw std::runtime_error(fmt::format("round {} ({} buffer): byte {} differs", round,
-                                                     from_shared ? "shared" : "private", i));
+        if (const auto at = pattern_differs(buffer, round))
+            throw std::runtime_error(fmt::format("round {} ({} buffer): byte {} differs", round,
+                                                 from_shared ? "shared" : "private", *at));
         const auto helped = t.counters().chunks_helped;
         std::vector<std::int64_t> flag{helped > helped_before ? (from_shared ? 2 : 1) : 0};
         helped_before = helped;
@@ -732,8 +757,7 @@ TEST_CASE("shm: a large single-copy message is copied by its receiver and its se
         if (!t->cma_to(1 - t->rank()) || ranks_outnumber_cores(2)) {
             fmt::print(stderr, "no core for each rank, or no process_vm_readv: copies alone\n");
             expect(c.copies_shared == 0 && c.chunks_helped == 0,
-                   fmt::format("{} shared copies, {} chunks helped", c.copies_shared,
-                               c.chunks_helped));
+                   "{} shared copies, {} chunks helped", c.copies_shared, c.chunks_helped);
             return;
         }
         // The receiver offers every time (the slot of the last message is
@@ -741,10 +765,10 @@ TEST_CASE("shm: a large single-copy message is copied by its receiver and its se
         // kinds of buffer before 200 rounds were over.
         if (t->rank() == 1)
             expect(c.copies_shared == static_cast<std::uint64_t>(rounds) && rounds < 200,
-                   fmt::format("{} shared copies in {} rounds", c.copies_shared, rounds));
+                   "{} shared copies in {} rounds", c.copies_shared, rounds);
         else
             expect(c.chunks_helped > 0 && c.copies_shared == 0 && rounds < 200,
-                   fmt::format("the root helped {} chunks in {} rounds", c.chunks_helped, rounds));
+                   "the root helped {} chunks in {} rounds", c.chunks_helped, rounds);
     });
 }
 
@@ -765,8 +789,8 @@ TEST_CASE("shm: a sender that cannot write into its receiver leaves the copy to 
             const int rounds = broadcast_until_helped(*t, io, comm, 20);
             const auto c = t->counters();
             if (t->rank() == 0)
-                expect(rounds == 20 && c.chunks_helped == 0,
-                       fmt::format("{} chunks helped in {} rounds", c.chunks_helped, rounds));
+                expect(rounds == 20 && c.chunks_helped == 0, "{} chunks helped in {} rounds",
+                       c.chunks_helped, rounds);
             if (off)
                 expect(c.copies_shared == 0 && c.chunks_helped == 0,
                        "shared copies while turned off");
@@ -801,16 +825,16 @@ TEST_CASE("shm: messages from shared buffers are copied out of the receiver's ma
             exchange_sizes(*t, io, sizes, true);
             auto c = t->counters();
             expect(c.mapped == 4 && c.cma == 0 && c.regions_mapped == 4,
-                   fmt::format("first round: {} mapped ({} regions), {} cma", c.mapped,
-                               c.regions_mapped, c.cma));
+                   "first round: {} mapped ({} regions), {} cma", c.mapped, c.regions_mapped,
+                   c.cma);
             exchange_sizes(*t, io, sizes, true);
             c = t->counters();
-            expect(c.mapped == 8 && c.regions_mapped == 8,
-                   fmt::format("second round: {} mapped ({} regions)", c.mapped, c.regions_mapped));
+            expect(c.mapped == 8 && c.regions_mapped == 8, "second round: {} mapped ({} regions)",
+                   c.mapped, c.regions_mapped);
             // Private buffers still take the other paths.
             exchange_sizes(*t, io, {300000, 20000});
             c = t->counters();
-            expect(c.mapped == 8, fmt::format("private buffers: {} mapped", c.mapped));
+            expect(c.mapped == 8, "private buffers: {} mapped", c.mapped);
             expect(shared_usage().regions == 0, "a shared region outlived its vector");
         },
         job);
@@ -834,12 +858,12 @@ TEST_CASE("shm: one shared buffer sent again and again is mapped once") {
                 drive(*t, io, all_reduce(comm, send, recv, sum, use("rabenseifner")));
                 for (std::size_t k = 0; k < n; ++k)
                     expect(recv[k] == 7 + 2 * (round + static_cast<std::int64_t>(k)),
-                           fmt::format("round {}: element {} is {}", round, k, recv[k]));
+                           "round {}: element {} is {}", round, k, recv[k]);
             }
             const auto c = t->counters();
             // Each round sends from both vectors: one region each, mapped once.
-            expect(c.mapped == 10 && c.regions_mapped == 2,
-                   fmt::format("{} mapped sends, {} regions mapped", c.mapped, c.regions_mapped));
+            expect(c.mapped == 10 && c.regions_mapped == 2, "{} mapped sends, {} regions mapped",
+                   c.mapped, c.regions_mapped);
         },
         job);
     check_all_succeeded(outcomes);
@@ -871,18 +895,18 @@ TEST_CASE("shm: a receiver that cannot map reads shared buffers by CMA, or else 
                 if (t->rank() == 1) {
                     // Its own sends are mapped by rank 0; it mapped nothing.
                     expect(c.mapped == 3 && c.regions_mapped == 0,
-                           fmt::format("rank 1: {} mapped sends, {} regions mapped", c.mapped,
-                                       c.regions_mapped));
+                           "rank 1: {} mapped sends, {} regions mapped", c.mapped,
+                           c.regions_mapped);
                 } else if (cma_too) {
                     // Refused, then sent again in chunks (20000 bytes fit one cell).
                     expect(c.mapped == 0 && c.chunked == 2 && c.regions_mapped == 3,
-                           fmt::format("rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped,
-                                       c.chunked, c.regions_mapped));
+                           "rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped, c.chunked,
+                           c.regions_mapped);
                 } else {
                     // Acknowledged after rank 1 read them by CMA instead.
                     expect(c.mapped == 3 && c.chunked == 0 && c.regions_mapped == 3,
-                           fmt::format("rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped,
-                                       c.chunked, c.regions_mapped));
+                           "rank 0: {} mapped, {} chunked, {} regions mapped", c.mapped, c.chunked,
+                           c.regions_mapped);
                 }
             },
             job);
@@ -925,7 +949,7 @@ TEST_CASE("shm: try_send writes a message at once or sends nothing") {
                 word[0] = 1000 + sent;
                 if (!t->try_send(1, header_for(0, sent, 8), std::as_bytes(std::span(word)))) break;
             }
-            expect(sent == depth, fmt::format("{} sent at once into a ring of {}", sent, depth));
+            expect(sent == depth, "{} sent at once into a ring of {}", sent, depth);
             expect(t->counters().eager == eager + depth, "the eager count is off");
             // isend queues what try_send refused, behind the ring's messages.
             word[0] = 1000 + depth;
@@ -941,7 +965,7 @@ TEST_CASE("shm: try_send writes a message at once or sends nothing") {
                     co_await t->irecv(header_for(0, m, 8), std::as_writable_bytes(std::span(got)))
                         ->wait();
                 }());
-                expect(got[0] == 1000 + m, fmt::format("message {} holds {}", m, got[0]));
+                expect(got[0] == 1000 + m, "message {} holds {}", m, got[0]);
             }
             // Everything rank 0 sent before its last message has arrived: the
             // refused one is not among it.
@@ -962,14 +986,8 @@ TEST_CASE("shm: poll_recv takes a one-cell message from its cell and refuses a l
         asio::io_context io;
         auto t = shm::create_transport(boot, io);
         const std::size_t cell = t->cell_bytes() - 64; // one cell's payload
-        auto filled = [](std::size_t bytes, std::uint64_t message) {
-            std::vector<std::byte> v(bytes);
-            for (std::size_t i = 0; i < bytes; ++i)
-                v[i] = pattern(message, i);
-            return v;
-        };
         if (t->rank() == 0) {
-            const auto one = filled(cell, 1), longer = filled(cell + 1, 2);
+            const auto one = patterned(cell, 1), longer = patterned(cell + 1, 2);
             boot.barrier(); // rank 1 polls from now on
             auto first = t->isend(1, header_for(0, 1, one.size()), one);
             auto second = t->isend(1, header_for(0, 2, longer.size()), longer);
@@ -990,13 +1008,13 @@ TEST_CASE("shm: poll_recv takes a one-cell message from its cell and refuses a l
                  ++round)
                 got = t->poll_recv(header_for(0, 1, into.size()), into);
             expect(got == transport::try_result::received, "the one-cell message never came");
-            expect(into == filled(cell, 1), "the one-cell message arrived wrong");
+            expect(into == patterned(cell, 1), "the one-cell message arrived wrong");
             expect(mailbox::payloads_copied_to_heap() == copied,
                    "the one-cell message was queued before it reached the receive");
             drive(*t, io, [&]() -> task<void> {
                 co_await t->irecv(header_for(0, 2, wide.size()), wide)->wait();
             }());
-            expect(wide == filled(cell + 1, 2), "the longer message arrived wrong");
+            expect(wide == patterned(cell + 1, 2), "the longer message arrived wrong");
             boot.barrier();
         }
     });
@@ -1061,11 +1079,11 @@ TEST_CASE("shm: a receive from a rank that closed its transport fails, naming it
         const auto why = failure_of(pending_done);
         expect(why.find("rank 1") != std::string::npos &&
                    why.find("closed its shared-memory transport") != std::string::npos,
-               fmt::format("the pending receive failed with '{}'", why));
+               "the pending receive failed with '{}'", why);
         boot.barrier(); // rank 1 has closed; a receive posted now fails too
         const auto late = failure_of(t->irecv(header_for(1, 2, later.size()), later));
         expect(late.find("closed its shared-memory transport") != std::string::npos,
-               fmt::format("the later receive failed with '{}'", late));
+               "the later receive failed with '{}'", late);
     });
 }
 
@@ -1089,12 +1107,11 @@ TEST_CASE("shm: a rank killed mid-job makes the others fail with peer_lost namin
                         drive(*t, io, all_reduce(comm, data, sum));
                     } catch (const error& e) {
                         expect(e.code() == errc::peer_lost,
-                               fmt::format("failed with {} instead of peer_lost: {}",
-                                           to_string(e.code()), e.what()));
-                        expect(
-                            std::string(e.what()).find(fmt::format("rank {} ", victim)) !=
-                                std::string::npos,
-                            fmt::format("the failure does not name rank {}: {}", victim, e.what()));
+                               "failed with {} instead of peer_lost: {}", to_string(e.code()),
+                               e.what());
+                        expect(std::string(e.what()).find(fmt::format("rank {} ", victim)) !=
+                                   std::string::npos,
+                               "the failure does not name rank {}: {}", victim, e.what());
                         return;
                     }
                     expect(round == 0, "an all_reduce succeeded without the killed rank");
@@ -1161,10 +1178,10 @@ TEST_CASE("shm: a send to a rank that failed on a crash fails, naming the crash"
                 drive(*t, io, [&]() -> task<void> { co_await pending->wait(); }());
             } catch (const error& e) {
                 concluded->store(1);
-                expect(e.code() == errc::peer_lost,
-                       fmt::format("failed with {}: {}", to_string(e.code()), e.what()));
+                expect(e.code() == errc::peer_lost, "failed with {}: {}", to_string(e.code()),
+                       e.what());
                 expect(std::string(e.what()).find("rank 2 ") != std::string::npos,
-                       fmt::format("the failure does not name rank 2: {}", e.what()));
+                       "the failure does not name rank 2: {}", e.what());
                 return;
             }
             concluded->store(1);
@@ -1192,8 +1209,8 @@ TEST_CASE("shm: a rank dying during setup leaves no segment behind") {
             try {
                 auto t = shm::create_transport(boot, io);
             } catch (const error& e) {
-                expect(e.code() == errc::timeout,
-                       fmt::format("failed with {}: {}", to_string(e.code()), e.what()));
+                expect(e.code() == errc::timeout, "failed with {}: {}", to_string(e.code()),
+                       e.what());
                 return;
             }
             throw std::runtime_error("a transport was built without rank 1");
@@ -1214,8 +1231,8 @@ TEST_CASE("shm: 16 and 64 processes fit, with cells scaled down") {
             [p](fork_bootstrap& boot) {
                 asio::io_context io;
                 auto t = shm::create_transport(boot, io);
-                expect(p < 64 || t->cell_bytes() == 4096,
-                       fmt::format("{} ranks got cells of {} bytes", p, t->cell_bytes()));
+                expect(p < 64 || t->cell_bytes() == 4096, "{} ranks got cells of {} bytes", p,
+                       t->cell_bytes());
                 communicator comm(t);
                 std::vector<std::int64_t> data(5000, comm.rank());
                 drive(*t, io, all_reduce(comm, data, sum));
@@ -1239,7 +1256,7 @@ TEST_CASE("shm: ranks on different nodes are refused") {
             } catch (const error& e) {
                 expect(e.code() == errc::invalid_argument, "wrong code for ranks on two nodes");
                 expect(std::string(e.what()).find("TCP transport") != std::string::npos,
-                       fmt::format("the error does not point to TCP: {}", e.what()));
+                       "the error does not point to TCP: {}", e.what());
                 return;
             }
             throw std::runtime_error("a transport was built across two nodes");
@@ -1265,10 +1282,10 @@ TEST_CASE("shm: an existing segment of the same name is reported, not reused") {
                 const std::string what = e.what();
                 expect(what.find(name) != std::string::npos &&
                            what.find("already exists") != std::string::npos,
-                       fmt::format("the error does not name the existing segment: {}", what));
+                       "the error does not name the existing segment: {}", what);
                 if (boot.rank() != 0)
                     expect(what.find("rank 0") != std::string::npos,
-                           fmt::format("the error does not say rank 0 failed: {}", what));
+                           "the error does not say rank 0 failed: {}", what);
                 return;
             }
             throw std::runtime_error("a transport was built over an existing segment");
@@ -1302,7 +1319,7 @@ TEST_CASE("shm: bad options are refused with a clear error") {
                 } catch (const error& e) {
                     expect(e.code() == errc::invalid_argument &&
                                std::string(e.what()).find(bad.named) != std::string::npos,
-                           fmt::format("unclear error: {}", e.what()));
+                           "unclear error: {}", e.what());
                     return;
                 }
                 throw std::runtime_error(fmt::format("{} was accepted", bad.what));
