@@ -192,9 +192,8 @@ std::optional<std::size_t> pattern_differs(std::span<const std::byte> in, std::u
 
 // Throws naming message m and the first byte that differs, if one does.
 void expect_pattern(std::span<const std::byte> in, std::uint64_t message, std::size_t m) {
-    if (const auto at = pattern_differs(in, message))
-        throw std::runtime_error(
-            fmt::format("message {} of {} bytes differs at byte {}", m, in.size(), *at));
+    const auto at = pattern_differs(in, message);
+    expect(!at, "message {} of {} bytes differs at byte {}", m, in.size(), at.value_or(0));
 }
 
 message_header header_for(int source, std::uint64_t step, std::size_t bytes) {
@@ -735,9 +734,9 @@ int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator
         else
             std::ranges::fill(buffer, std::byte{0});
         drive(t, io, broadcast(comm, buffer, root(0), use("binomial")));
-        if (const auto at = pattern_differs(buffer, round))
-            throw std::runtime_error(fmt::format("round {} ({} buffer): byte {} differs", round,
-                                                 from_shared ? "shared" : "private", *at));
+        const auto at = pattern_differs(buffer, round);
+        expect(!at, "round {} ({} buffer): byte {} differs", round,
+               from_shared ? "shared" : "private", at.value_or(0));
         const auto helped = t.counters().chunks_helped;
         std::vector<std::int64_t> flag{helped > helped_before ? (from_shared ? 2 : 1) : 0};
         helped_before = helped;
