@@ -237,6 +237,21 @@ machine discover() {
     return machine_builder::load({}, {});
 }
 
+std::uint64_t last_level_cache_bytes() noexcept {
+    static const std::uint64_t bytes = []() -> std::uint64_t {
+        try {
+            const machine here = discover();
+            std::uint64_t largest = 0;
+            for (const auto& c : here.caches())
+                if (c.kind != "instruction") largest = std::max(largest, c.bytes);
+            return largest;
+        } catch (...) {
+            return 0;
+        }
+    }();
+    return bytes;
+}
+
 machine synthetic(std::string_view description) {
     if (description.empty()) fail("an empty synthetic description");
     return machine_builder::load(std::string(description), {});

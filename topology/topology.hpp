@@ -115,6 +115,11 @@ machine synthetic(std::string_view description);
 // A machine from an XML file written by `lstopo --of xml`.
 machine from_xml(const std::string& path);
 
+// The largest data cache of the machine (its last level, which the cores
+// share), in bytes, as discover() sees the machine (a posed one poses its
+// caches too). Read once, on first use; 0 when hwloc cannot tell.
+std::uint64_t last_level_cache_bytes() noexcept;
+
 // The node's name as the bootstrap gives it: TUTTI_NODE, else the host name.
 std::string node_name();
 

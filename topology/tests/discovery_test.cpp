@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -260,4 +261,13 @@ TEST_CASE("the summary of a job's shape") {
                                  "cores in use\n"
                                  "  a: ranks 1; per package 0:1; per NUMA domain 0:1; 1 core "
                                  "in use");
+}
+
+TEST_CASE("last_level_cache_bytes is this system's largest data cache") {
+    clean_env clean;
+    const auto here = topo::discover();
+    std::uint64_t largest = 0;
+    for (const auto& c : here.caches())
+        if (c.kind != "instruction") largest = std::max(largest, c.bytes);
+    CHECK(topo::last_level_cache_bytes() == largest);
 }

@@ -15,7 +15,9 @@
 // awaited at the end (send_awaited::at_end), which shared memory reads by
 // single copy from a lower size, each rank reading the other's block
 // (docs/performance.md, sixteenth session). Longer rings keep the cells: a
-// step's receiver is then busy sending on.
+// step's receiver is then busy sending on. Where the call's buffers exceed
+// the last-level cache, that first copy of the own block is written past
+// the caches (copy_block in common.hpp).
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -41,7 +43,8 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
         // and from lines just written here rather than ones it may have read
         // before (2 ranks, 1 MiB: docs/performance.md, thirteenth session).
         auto first = ctx.send_recv(right, a.send, left, block_of(left), 0, when);
-        copy_bytes(block_of(r).data(), a.send.data(), block);
+        copy_block(block_of(r).data(), a.send.data(), block,
+                   buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
         co_await std::move(first);
         s = 1;
     } else {

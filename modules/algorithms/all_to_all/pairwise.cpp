@@ -10,7 +10,9 @@
 // Every rank sends and receives exactly one block per step, so no link is
 // shared and the network sees p-1 balanced permutations: the choice for
 // medium and large blocks. In place, the data to send is first copied aside,
-// since received blocks overwrite blocks not yet sent.
+// since received blocks overwrite blocks not yet sent. Where the call's
+// buffers exceed the last-level cache, the own block is written past the
+// caches (copy_block in common.hpp).
 
 #include <vector>
 
@@ -30,7 +32,8 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
+    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r),
+                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
 
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;
