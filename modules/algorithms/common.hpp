@@ -96,22 +96,28 @@ inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t b
 // Whether a call whose buffers take `bytes_per_rank` on each rank leaves
 // none of them in the caches: every rank of the communicator counted as
 // sharing this machine's last-level cache (exact over shared memory, more
-// than there is across hosts). Small calls never ask hwloc; the first
-// large one reads the cache's size from it (about 2 ms, once a process).
+// than there is across hosts), and half as much again as the cache holds.
+// Below that margin the cached copy was as quick or quicker at the sizes
+// measured: where buffers just outgrow the cache, which copy wins moves
+// from run to run (2-rank all_gather of 7 MiB blocks, 42 MiB: streamed
+// 5 % quicker in one run, 10 % slower in the next). Small calls never ask
+// hwloc; the first large one reads the cache's size from it (about 2 ms,
+// once a process).
 inline bool buffers_exceed_cache(const call_context& ctx, std::size_t bytes_per_rank) {
     const auto node_bytes =
         static_cast<std::uint64_t>(bytes_per_rank) * static_cast<std::uint64_t>(ctx.size());
     if (node_bytes < (std::uint64_t{4} << 20)) return false;
     const auto cache = topology::last_level_cache_bytes();
-    return cache != 0 && node_bytes > cache;
+    return cache != 0 && node_bytes > cache + cache / 2;
 }
 
 // A local copy of a block in a call whose buffers exceed the caches
 // (buffers_exceed_cache): its destination would leave the cache before
 // anyone read it, so it is written past the caches, without the read of
-// every line that an ordinary store makes first. 2-rank all_gather and
-// all_to_all of 8-64 MiB: 9-24 % quicker; streamed where the buffers fit
-// (1-4 MiB), 30-45 % slower (docs/performance.md, thirty-fourth session).
+// every line that an ordinary store makes first. 2-rank all_gather of 10-64
+// MiB blocks and all_to_all of 16-64 MiB: 2-24 % quicker; streamed where the
+// buffers fit (1-4 MiB), 30-45 % slower (docs/performance.md, thirty-fourth
+// session).
 inline void copy_block(std::byte* to, const std::byte* from, std::size_t bytes, bool beyond_cache) {
     if (beyond_cache)
         copy_bytes_streaming(to, from, bytes);
