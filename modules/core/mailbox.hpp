@@ -73,6 +73,21 @@ public:
     // As deliver(), taking ownership: no second copy when nobody waits yet.
     void deliver(const message_header& header, std::vector<std::byte>&& payload);
 
+    // A buffer of `bytes` for a transport to stage a message in that arrived
+    // before its receive (then deliver()ed by moving it in). Buffers whose
+    // payload was copied out are kept (at most kept_buffers, kept_bytes in
+    // all) and handed out again: a fresh one of a megabyte or more is new
+    // pages from the system, each faulted in and zeroed, and its release
+    // unmaps them (a TLB shootdown on every core). Over TCP, 4 ranks on 2
+    // cores, the 4 MiB all_to_all stages most of its blocks and took 4-5
+    // times as long that way (docs/performance.md, thirty-fifth session).
+    // A kept buffer is zeroed only past the size it last had.
+    std::vector<std::byte> staging_buffer(std::size_t bytes);
+    static constexpr std::size_t kept_buffers = 4;
+    static constexpr std::size_t kept_bytes = std::size_t{64} << 20;
+    // How many bytes the kept buffers hold now (for tests).
+    std::size_t kept_staging_bytes() const;
+
     // How many payloads deliver() has copied to the heap in this process
     // (larger than kept_inline, arrived before their receive): the
     // transport's share of the heap memory a call takes, which tests tell
@@ -170,12 +185,19 @@ private:
     arrived_match match_arrived(const message_header& expected, bool any_size) const;
     template <class Payload>
     void deliver_any(const message_header& header, Payload&& payload);
+    // Under the lock: keeps a buffer for staging_buffer(), or lets it go.
+    void keep_locked(std::vector<std::byte>&& buffer);
+    std::vector<std::byte> take_kept_locked(std::size_t bytes);
+    // Under the lock: removes an arrived message whose payload was copied
+    // out (or refused), keeping its buffer.
+    void drop_arrived_locked(std::vector<arrived_message>::iterator message);
     bool fill_awaited(const message_header& header, std::span<const std::byte> payload);
     void complete_mismatched(std::unique_lock<optional_mutex>& lock);
 
     mutable optional_mutex mutex_;
-    std::vector<posted_receive> posted_;   // in the order posted
-    std::vector<arrived_message> arrived_; // in the order arrived
+    std::vector<posted_receive> posted_;       // in the order posted
+    std::vector<arrived_message> arrived_;     // in the order arrived
+    std::vector<std::vector<std::byte>> kept_; // for staging_buffer()
     // Receives found not to fit while the lock was held, failed after it.
     std::vector<std::pair<request, std::exception_ptr>> mismatched_;
     std::exception_ptr failure_;

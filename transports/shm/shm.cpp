@@ -1266,7 +1266,7 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
         } else {
             p.claimed = mailbox_.claim(m);
         }
-        if (!p.claimed || p.claimed->any_size) p.staging.resize(h.total);
+        if (!p.claimed || p.claimed->any_size) p.staging = mailbox_.staging_buffer(h.total);
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
     std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging.data();
@@ -1511,7 +1511,7 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     if (claimed && !claimed->any_size) {
         into = claimed->into;
     } else {
-        staging.resize(r.header.bytes);
+        staging = mailbox_.staging_buffer(r.header.bytes);
         into = staging;
     }
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];

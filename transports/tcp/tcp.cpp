@@ -902,7 +902,7 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                 if (claimed && !claimed->any_size) {
                     into = claimed->into;
                 } else {
-                    staging.resize(n);
+                    staging = mailbox_.staging_buffer(n);
                     into = staging;
                 }
                 const std::size_t buffered = std::min(n, end - begin);
