@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -110,19 +109,20 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
         if (found.index >= 0) {
             const auto same_step = arrived_.begin() + found.index;
             if (found.mismatch) {
-                drop_arrived_locked(same_step);
+                arrived_.erase(same_step);
                 lock.unlock();
                 done->complete(found.mismatch);
             } else if (any_size) {
-                auto payload = same_step->take();
+                const auto payload = same_step->payload();
+                std::vector<std::byte> copy(payload.begin(), payload.end());
                 arrived_.erase(same_step);
                 lock.unlock();
-                done->complete_with_payload(std::move(payload));
+                done->complete_with_payload(std::move(copy));
             } else {
-                // Copied under the lock: the entry's inline bytes die with it.
+                // Copied under the lock: the entry's bytes die with it.
                 const auto payload = same_step->payload();
                 copy_bytes(into.data(), payload.data(), payload.size());
-                drop_arrived_locked(same_step);
+                arrived_.erase(same_step);
                 lock.unlock();
                 done->complete();
             }
@@ -152,7 +152,7 @@ bool mailbox::take_arrived(const message_header& expected, std::span<std::byte> 
         const auto payload = same_step->payload();
         copy_bytes(into.data(), payload.data(), payload.size());
     }
-    drop_arrived_locked(same_step);
+    arrived_.erase(same_step);
     lock.unlock();
     if (found.mismatch) std::rethrow_exception(found.mismatch);
     return true;
@@ -216,10 +216,10 @@ bool mailbox::fill_awaited(const message_header& header, std::span<const std::by
     return ours;
 }
 
-template <class Payload>
-void mailbox::deliver_any(const message_header& header, Payload&& payload) {
+void mailbox::deliver_any(const message_header& header, std::span<const std::byte> payload,
+                          scratch_block* staged) {
     std::unique_lock lock(mutex_);
-    if (awaited_ && fill_awaited(header, std::span<const std::byte>(payload))) return;
+    if (awaited_ && fill_awaited(header, payload)) return;
     if (auto claimed = claim_locked(lock, header)) {
         if (claimed->any_size) {
             claimed->done->complete_with_payload(
@@ -241,15 +241,15 @@ void mailbox::deliver_any(const message_header& header, Payload&& payload) {
     }
     auto& m = arrived_.emplace_back();
     m.header = header;
-    if constexpr (std::is_same_v<std::remove_cvref_t<Payload>, std::vector<std::byte>>) {
-        m.heap = std::move(payload);
+    m.bytes = payload.size();
+    if (staged) {
+        m.block.emplace(std::move(*staged));
     } else if (payload.size() <= arrived_message::inline_bytes) {
         if (!payload.empty()) std::memcpy(m.local.data(), payload.data(), payload.size());
-        m.local_bytes = payload.size();
-        m.is_inline = true;
     } else {
-        m.heap = take_kept_locked(payload.size());
-        copy_bytes(m.heap.data(), payload.data(), payload.size());
+        // Only ever copied out of: private memory (scratch_memory).
+        m.block.emplace(payload.size(), scratch_memory::private_only);
+        copy_bytes(m.block->data(), payload.data(), payload.size());
         heap_copies.fetch_add(1, std::memory_order_relaxed);
     }
     complete_mismatched(lock);
@@ -260,68 +260,17 @@ std::size_t mailbox::payloads_copied_to_heap() noexcept {
 }
 
 void mailbox::deliver(const message_header& header, std::span<const std::byte> payload) {
-    deliver_any(header, payload);
+    deliver_any(header, payload, nullptr);
 }
 
-void mailbox::deliver(const message_header& header, std::vector<std::byte>&& payload) {
-    deliver_any(header, payload);
-    // Copied into a waiting receive, not queued (which moves it out): kept.
-    if (payload.capacity() != 0) {
-        std::lock_guard lock(mutex_);
-        keep_locked(std::move(payload));
-    }
-}
-
-std::vector<std::byte> mailbox::staging_buffer(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    return take_kept_locked(bytes);
-}
-
-std::size_t mailbox::kept_staging_bytes() const {
-    std::lock_guard lock(mutex_);
-    std::size_t bytes = 0;
-    for (const auto& buffer : kept_)
-        bytes += buffer.capacity();
-    return bytes;
-}
-
-std::vector<std::byte> mailbox::take_kept_locked(std::size_t bytes) {
-    // The smallest kept buffer that holds `bytes` without growing.
-    auto best = kept_.end();
-    for (auto it = kept_.begin(); it != kept_.end(); ++it)
-        if (it->capacity() >= bytes && (best == kept_.end() || it->capacity() < best->capacity()))
-            best = it;
-    std::vector<std::byte> buffer;
-    if (best != kept_.end()) {
-        buffer = std::move(*best);
-        kept_.erase(best);
-    }
-    // Shrinking writes nothing; growing zeroes only the bytes past the
-    // buffer's last size.
-    buffer.resize(bytes);
-    return buffer;
-}
-
-void mailbox::keep_locked(std::vector<std::byte>&& buffer) {
-    // Below the kept size of a message's own entry nothing is gained, and
-    // one over the limit on its own goes back to the system. Over the
-    // limits the buffer kept longest goes first: the sizes a program stages
-    // now are those of its latest calls.
-    if (buffer.capacity() <= arrived_message::inline_bytes || buffer.capacity() > kept_bytes)
-        return;
-    kept_.push_back(std::move(buffer));
-    std::size_t bytes = 0;
-    for (const auto& kept : kept_)
-        bytes += kept.capacity();
-    while (kept_.size() > kept_buffers || bytes > kept_bytes) {
-        bytes -= kept_.front().capacity();
-        kept_.erase(kept_.begin());
-    }
-}
-
-void mailbox::drop_arrived_locked(std::vector<arrived_message>::iterator message) {
-    if (!message->is_inline) keep_locked(std::move(message->heap));
-    arrived_.erase(message);
+void mailbox::deliver(const message_header& header, scratch_block&& staged) {
+    if (staged.capacity() < header.bytes)
+        throw error(errc::invalid_argument,
+                    fmt::format("a staged message of {} bytes in a block of {}", header.bytes,
+                                staged.capacity()));
+    // Copied into a waiting receive, staged goes back to the cache when the
+    // caller's block dies; queued, it moved into the entry.
+    deliver_any(header, {staged.data(), header.bytes}, &staged);
 }
 
 void mailbox::fail(std::exception_ptr failure) {

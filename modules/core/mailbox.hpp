@@ -23,6 +23,7 @@
 
 #include "core/message.hpp"
 #include "core/request.hpp"
+#include "core/scratch.hpp"
 
 namespace tutti {
 
@@ -70,27 +71,20 @@ public:
     // keeps a copy until the receive is posted.
     void deliver(const message_header& header, std::span<const std::byte> payload);
 
-    // As deliver(), taking ownership: no second copy when nobody waits yet.
-    void deliver(const message_header& header, std::vector<std::byte>&& payload);
+    // As deliver(), for a payload (its first header.bytes bytes) that a
+    // transport staged itself because it arrived before its receive: queued
+    // as it is, no second copy. Stage in a private scratch_block
+    // (scratch_memory::private_only): a block of a megabyte or more made new
+    // is pages from the system, each faulted in and zeroed, and freed they
+    // are unmapped (a TLB shootdown on every core), while a block from the
+    // scratch cache is neither. Over TCP, 4 ranks on 2 cores, the 4 MiB
+    // all_to_all stages most of its blocks and took 4-5 times as long with
+    // fresh ones (docs/performance.md, thirty-fifth session).
+    void deliver(const message_header& header, scratch_block&& staged);
 
-    // A buffer of `bytes` for a transport to stage a message in that arrived
-    // before its receive (then deliver()ed by moving it in). Buffers whose
-    // payload was copied out are kept (at most kept_buffers, kept_bytes in
-    // all) and handed out again: a fresh one of a megabyte or more is new
-    // pages from the system, each faulted in and zeroed, and its release
-    // unmaps them (a TLB shootdown on every core). Over TCP, 4 ranks on 2
-    // cores, the 4 MiB all_to_all stages most of its blocks and took 4-5
-    // times as long that way (docs/performance.md, thirty-fifth session).
-    // A kept buffer is zeroed only past the size it last had.
-    std::vector<std::byte> staging_buffer(std::size_t bytes);
-    static constexpr std::size_t kept_buffers = 4;
-    static constexpr std::size_t kept_bytes = std::size_t{64} << 20;
-    // How many bytes the kept buffers hold now (for tests).
-    std::size_t kept_staging_bytes() const;
-
-    // How many payloads deliver() has copied to the heap in this process
-    // (larger than kept_inline, arrived before their receive): the
-    // transport's share of the heap memory a call takes, which tests tell
+    // How many payloads deliver() has copied aside in this process (larger
+    // than kept_inline, arrived before their receive, into a scratch block):
+    // the transport's share of the memory a call takes, which tests tell
     // apart from the algorithms' (tests/select/allocation_test.cpp).
     static std::size_t payloads_copied_to_heap() noexcept;
 
@@ -137,22 +131,17 @@ private:
         bool combined_at_once = false;
     };
     // A message that arrived before its receive: small payloads inline,
-    // others in (or moved into) a vector.
+    // others in a scratch block (its first `bytes`), which goes back to the
+    // scratch cache when the entry is erased.
     struct arrived_message {
         static constexpr std::size_t inline_bytes = kept_inline;
         message_header header;
-        std::vector<std::byte> heap;
+        std::optional<scratch_block> block;
         std::array<std::byte, inline_bytes> local;
-        std::size_t local_bytes = 0;
-        bool is_inline = false;
+        std::size_t bytes = 0;
 
         std::span<const std::byte> payload() const {
-            return is_inline ? std::span<const std::byte>(local.data(), local_bytes)
-                             : std::span<const std::byte>(heap);
-        }
-        std::vector<std::byte> take() {
-            if (is_inline) return {local.begin(), local.begin() + local_bytes};
-            return std::move(heap);
+            return {block ? block->data() : local.data(), bytes};
         }
     };
 
@@ -183,21 +172,15 @@ private:
         std::exception_ptr mismatch;
     };
     arrived_match match_arrived(const message_header& expected, bool any_size) const;
-    template <class Payload>
-    void deliver_any(const message_header& header, Payload&& payload);
-    // Under the lock: keeps a buffer for staging_buffer(), or lets it go.
-    void keep_locked(std::vector<std::byte>&& buffer);
-    std::vector<std::byte> take_kept_locked(std::size_t bytes);
-    // Under the lock: removes an arrived message whose payload was copied
-    // out (or refused), keeping its buffer.
-    void drop_arrived_locked(std::vector<arrived_message>::iterator message);
+    // staged: the block payload lies in, queued as it is if nobody waits.
+    void deliver_any(const message_header& header, std::span<const std::byte> payload,
+                     scratch_block* staged);
     bool fill_awaited(const message_header& header, std::span<const std::byte> payload);
     void complete_mismatched(std::unique_lock<optional_mutex>& lock);
 
     mutable optional_mutex mutex_;
-    std::vector<posted_receive> posted_;       // in the order posted
-    std::vector<arrived_message> arrived_;     // in the order arrived
-    std::vector<std::vector<std::byte>> kept_; // for staging_buffer()
+    std::vector<posted_receive> posted_;   // in the order posted
+    std::vector<arrived_message> arrived_; // in the order arrived
     // Receives found not to fit while the lock was held, failed after it.
     std::vector<std::pair<request, std::exception_ptr>> mismatched_;
     std::exception_ptr failure_;

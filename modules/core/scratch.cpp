@@ -18,10 +18,11 @@ constexpr std::size_t cache_bytes = std::size_t{512} << 20;
 struct block {
     std::byte* data;
     std::size_t capacity;
+    bool shared;
 };
 
 void release(const block& b) {
-    if (b.capacity >= shared_scratch_bytes)
+    if (b.shared)
         deallocate_shared(b.data);
     else
         ::operator delete(b.data);
@@ -65,23 +66,30 @@ std::size_t rounded(std::size_t bytes) {
     return std::max<std::size_t>(unit, (bytes + unit - 1) / unit * unit);
 }
 
-// A cached block serves a request it holds, if it is not much larger.
-bool fits(const block& b, std::size_t bytes) {
-    return b.capacity >= bytes && b.capacity / 4 <= std::max<std::size_t>(bytes, 4096);
+bool in_shared_memory(std::size_t capacity, scratch_memory memory) {
+    return memory == scratch_memory::shared_when_large && capacity >= shared_scratch_bytes;
+}
+
+// A cached block serves a request it holds, if it is not much larger and
+// lives where the request wants it.
+bool fits(const block& b, std::size_t bytes, scratch_memory memory) {
+    return b.capacity >= bytes && b.capacity / 4 <= std::max<std::size_t>(bytes, 4096) &&
+           b.shared == in_shared_memory(b.capacity, memory);
 }
 
 } // namespace
 
-scratch_block::scratch_block(std::size_t bytes) {
+scratch_block::scratch_block(std::size_t bytes, scratch_memory memory) {
     if (auto* cached = thread_cache()) {
         auto& c = *cached;
         // A call repeated takes back the block its last run returned: the
         // most recent one, looked at first, saves the search below (a
         // quarter of a 256-byte reduce_scatter's instructions besides its
         // messages; docs/performance.md, nineteenth session).
-        if (!c.free.empty() && fits(c.free.back(), bytes)) {
+        if (!c.free.empty() && fits(c.free.back(), bytes, memory)) {
             data_ = c.free.back().data;
             capacity_ = c.free.back().capacity;
+            shared_ = c.free.back().shared;
             c.bytes -= capacity_;
             c.free.pop_back();
             return;
@@ -89,30 +97,32 @@ scratch_block::scratch_block(std::size_t bytes) {
         // Else the smallest cached block that fits.
         auto best = c.free.end();
         for (auto it = c.free.begin(); it != c.free.end(); ++it)
-            if (fits(*it, bytes) && (best == c.free.end() || it->capacity < best->capacity))
+            if (fits(*it, bytes, memory) && (best == c.free.end() || it->capacity < best->capacity))
                 best = it;
         if (best != c.free.end()) {
             data_ = best->data;
             capacity_ = best->capacity;
+            shared_ = best->shared;
             c.bytes -= best->capacity;
             c.free.erase(best);
             return;
         }
     }
     capacity_ = rounded(bytes);
-    data_ = static_cast<std::byte*>(capacity_ >= shared_scratch_bytes ? allocate_shared(capacity_)
-                                                                      : ::operator new(capacity_));
+    shared_ = in_shared_memory(capacity_, memory);
+    data_ =
+        static_cast<std::byte*>(shared_ ? allocate_shared(capacity_) : ::operator new(capacity_));
 }
 
 scratch_block::~scratch_block() {
     if (!data_) return;
     auto* cached = thread_cache();
     if (!cached) {
-        release({data_, capacity_});
+        release({data_, capacity_, shared_});
         return;
     }
     auto& c = *cached;
-    c.free.push_back({data_, capacity_});
+    c.free.push_back({data_, capacity_, shared_});
     c.bytes += capacity_;
     // Over the bound: free the smallest blocks first (large ones are the
     // expensive ones to make again).
@@ -128,13 +138,15 @@ scratch_block::~scratch_block() {
 }
 
 scratch_block::scratch_block(scratch_block&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)),
+      shared_(other.shared_) {}
 
 scratch_block& scratch_block::operator=(scratch_block&& other) noexcept {
     if (this != &other) {
         scratch_block gone(std::move(*this));
         data_ = std::exchange(other.data_, nullptr);
         capacity_ = std::exchange(other.capacity_, 0);
+        shared_ = other.shared_;
     }
     return *this;
 }

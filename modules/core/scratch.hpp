@@ -14,15 +14,23 @@
 
 namespace tutti {
 
-// Scratch blocks this large and above live in shared memory.
+// Scratch blocks this large and above live in shared memory, unless asked
+// for as private.
 inline constexpr std::size_t shared_scratch_bytes = 64 * 1024;
+
+// Where a block lives. A transport staging a message that arrived early
+// asks for private memory: its blocks are only copied out of, and a cached
+// block in shared memory would keep a shared region (and on a TCP-only rank
+// a shared-memory file) alive for nothing.
+enum class scratch_memory { shared_when_large, private_only };
 
 // One block of at least `bytes`, not zeroed, from this thread's cache; it
 // returns there when the object dies. Blocks are kept up to a bound per
 // thread (docs/performance.md).
 class scratch_block {
 public:
-    explicit scratch_block(std::size_t bytes);
+    explicit scratch_block(std::size_t bytes,
+                           scratch_memory memory = scratch_memory::shared_when_large);
     ~scratch_block();
     scratch_block(scratch_block&& other) noexcept;
     scratch_block& operator=(scratch_block&& other) noexcept;
@@ -35,6 +43,7 @@ public:
 private:
     std::byte* data_ = nullptr;
     std::size_t capacity_ = 0;
+    bool shared_ = false;
 };
 
 // Scratch space for one call, what algorithms and compositions use: inside

@@ -1,8 +1,11 @@
 // The matching engine on its own: early and late messages, exact sizes,
 // mismatches reported instead of waited on, failure of everything pending.
 #include <cstring>
+#include <thread>
 
 #include "core/mailbox.hpp"
+#include "core/scratch.hpp"
+#include "core/shared_memory.hpp"
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -251,59 +254,62 @@ TEST_CASE("a withdrawn receive fails, leaves the list, and its message is kept, 
     CHECK(box.pending().empty());
 }
 
-// Staging buffers are handed out again once their payload was copied into
-// its receive, with the bytes they held left as they are (a kept buffer is
-// not zeroed again), and no more are kept than the limits allow.
-TEST_CASE("staging buffers come back for the next early message, within the limits") {
-    mailbox box;
-    constexpr std::size_t n = 1 << 20;
-    auto staged = box.staging_buffer(n);
-    REQUIRE(staged.size() == n);
-    const std::byte* pages = staged.data();
-    for (std::size_t i = 0; i < n; ++i)
-        staged[i] = static_cast<std::byte>(i * 13 + 1);
-    box.deliver(header(1, 0, 3, n), std::move(staged));
-    CHECK(box.kept_staging_bytes() == 0); // still the message's
-    std::vector<std::byte> into(n);
-    REQUIRE(box.post(header(1, 0, 3, n), into, false)->done());
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < n; ++i)
-        wrong += into[i] != static_cast<std::byte>(i * 13 + 1);
-    CHECK(wrong == 0);
-    CHECK(box.kept_staging_bytes() >= n);
+// What arrives before its receive waits in a private scratch block (a
+// transport's own, queued as it is, or the mailbox's copy), which goes back
+// to this thread's scratch cache once its payload is copied out: the next
+// early message reuses the pages, unzeroed, and no shared region is made.
+// On a thread of its own: the scratch cache is per thread.
+TEST_CASE("early messages wait in private scratch blocks that come back for the next") {
+    std::thread([] {
+        mailbox box;
+        constexpr std::size_t n = 1 << 20;
+        const auto regions = shared_usage().regions;
+        const std::byte* pages = nullptr;
+        {
+            scratch_block staged(n, scratch_memory::private_only);
+            pages = staged.data();
+            for (std::size_t i = 0; i < n; ++i)
+                staged.data()[i] = static_cast<std::byte>(i * 13 + 1);
+            box.deliver(header(1, 0, 3, n), std::move(staged));
+        }
+        CHECK(scratch_cache().blocks == 0); // still the message's
+        std::vector<std::byte> into(n);
+        REQUIRE(box.post(header(1, 0, 3, n), into, false)->done());
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            wrong += into[i] != static_cast<std::byte>(i * 13 + 1);
+        CHECK(wrong == 0);
+        CHECK(scratch_cache().blocks == 1);
 
-    // A smaller message takes the same pages back, unzeroed.
-    auto again = box.staging_buffer(n / 2);
-    CHECK(again.size() == n / 2);
-    CHECK(again.data() == pages);
-    CHECK(again[5] == static_cast<std::byte>(5 * 13 + 1));
-    CHECK(box.kept_staging_bytes() == 0);
+        // A smaller message takes the same pages back, unzeroed.
+        {
+            scratch_block again(n / 2, scratch_memory::private_only);
+            CHECK(again.data() == pages);
+            CHECK(again.data()[5] == static_cast<std::byte>(5 * 13 + 1));
+            CHECK(scratch_cache().blocks == 0);
+            // Copied straight into a receive that waited: the block stays
+            // its transport's, and comes back when that lets it go.
+            std::vector<std::byte> waiting(n / 2);
+            auto r = box.post(header(1, 1, 3, n / 2), waiting, false);
+            box.deliver(header(1, 1, 3, n / 2), std::move(again));
+            CHECK(r->done());
+            CHECK(waiting[5] == static_cast<std::byte>(5 * 13 + 1));
+        }
+        CHECK(scratch_cache().blocks == 1);
 
-    // Copied straight into a receive that waited: the staging buffer is kept.
-    std::vector<std::byte> waiting(n / 2);
-    auto r = box.post(header(1, 1, 3, n / 2), waiting, false);
-    box.deliver(header(1, 1, 3, n / 2), std::move(again));
-    CHECK(r->done());
-    CHECK(waiting[5] == static_cast<std::byte>(5 * 13 + 1));
-    CHECK(box.kept_staging_bytes() >= n / 2);
+        // An early payload the mailbox copies takes that block too, and gives
+        // it back once read.
+        std::vector<std::byte> payload(n / 2, std::byte{7});
+        box.deliver(header(1, 2, 3, payload.size()), payload);
+        CHECK(scratch_cache().blocks == 0);
+        std::vector<std::byte> to(payload.size());
+        REQUIRE(box.post(header(1, 2, 3, to.size()), to, false)->done());
+        CHECK(to == payload);
+        CHECK(scratch_cache().blocks == 1);
+        CHECK(shared_usage().regions == regions);
 
-    // One larger than every kept buffer is a new one, of the size asked.
-    auto larger = box.staging_buffer(2 * n);
-    CHECK(larger.size() == 2 * n);
-    CHECK(larger[2 * n - 1] == std::byte{0});
-
-    // At most kept_buffers are kept, the latest.
-    for (std::uint64_t step = 10; step < 10 + 2 * mailbox::kept_buffers; ++step) {
-        std::vector<std::byte> early(4096, std::byte{1});
-        box.deliver(header(1, step, 3, early.size()), std::move(early));
-        std::vector<std::byte> to(4096);
-        REQUIRE(box.post(header(1, step, 3, to.size()), to, false)->done());
-    }
-    CHECK(box.kept_staging_bytes() == mailbox::kept_buffers * 4096);
-    // Beyond kept_bytes nothing is kept.
-    auto huge = box.staging_buffer(mailbox::kept_bytes + 1);
-    box.deliver(header(1, 100, 3, huge.size()), std::move(huge));
-    std::vector<std::byte> to(mailbox::kept_bytes + 1);
-    REQUIRE(box.post(header(1, 100, 3, to.size()), to, false)->done());
-    CHECK(box.kept_staging_bytes() == mailbox::kept_buffers * 4096);
+        // A staged block smaller than its message is refused, not overrun.
+        scratch_block short_block(100, scratch_memory::private_only);
+        CHECK_THROWS_AS(box.deliver(header(1, 3, 3, 1000), std::move(short_block)), tutti::error);
+    }).join();
 }

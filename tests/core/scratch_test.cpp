@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/scratch.hpp"
+#include "core/shared_memory.hpp"
 
 #include "support/harness.hpp"
 
@@ -68,5 +69,31 @@ TEST_CASE("scratch: the cache keeps at most 16 blocks, the largest first") {
         CHECK(kept.blocks == 16);
         // The four smallest (1-4 KiB) went: 5 + ... + 20 KiB stay.
         CHECK(kept.bytes == (5 + 20) * 16 / 2 * 1024);
+    });
+}
+
+TEST_CASE(
+    "scratch: private blocks stay out of shared memory, and the cache keeps the kinds apart") {
+    on_fresh_thread([] {
+        constexpr std::size_t n = 1 << 20;
+        const std::byte* shared = nullptr;
+        const std::byte* own = nullptr;
+        {
+            scratch_block s(n);
+            scratch_block p(n, scratch_memory::private_only);
+            shared = s.data();
+            own = p.data();
+            CHECK(find_shared_region(s.data(), n).has_value());
+            CHECK_FALSE(find_shared_region(p.data(), 1).has_value());
+        } // p goes back last: the most recent block
+        CHECK(scratch_cache().blocks == 2);
+        scratch_block s(n);
+        CHECK(s.data() == shared);
+        scratch_block p(n, scratch_memory::private_only);
+        CHECK(p.data() == own);
+        // Small blocks are private either way, and serve both.
+        const std::byte* small = nullptr;
+        { small = scratch_block(1000).data(); }
+        CHECK(scratch_block(1000, scratch_memory::private_only).data() == small);
     });
 }

@@ -37,6 +37,7 @@
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
 #include "core/progress.hpp"
+#include "core/scratch.hpp"
 #include "core/shared_memory.hpp"
 
 namespace tutti::shm {
@@ -430,7 +431,7 @@ private:
         bool active = false;
         message_header header;
         std::optional<mailbox::claimed_receive> claimed;
-        std::vector<std::byte> staging;
+        std::optional<scratch_block> staging;
         std::uint64_t received = 0;
     };
     // A peer's shared region, mapped here.
@@ -1266,17 +1267,19 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
         } else {
             p.claimed = mailbox_.claim(m);
         }
-        if (!p.claimed || p.claimed->any_size) p.staging = mailbox_.staging_buffer(h.total);
+        if (!p.claimed || p.claimed->any_size)
+            p.staging.emplace(h.total, scratch_memory::private_only);
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
-    std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging.data();
+    std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging->data();
     copy_bytes(to + h.offset, payload, h.length);
     p.received += h.length;
     if (p.received < h.total) return;
     if (!p.claimed)
-        mailbox_.deliver(m, std::move(p.staging));
+        mailbox_.deliver(m, std::move(*p.staging));
     else if (p.claimed->any_size)
-        p.claimed->done->complete_with_payload(std::move(p.staging));
+        p.claimed->done->complete_with_payload(
+            std::vector<std::byte>(p.staging->data(), p.staging->data() + h.total));
     else
         p.claimed->done->complete();
     p = partial{};
@@ -1506,22 +1509,22 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     if (failed_) return true;
     auto claimed = mailbox_.claim(r.header);
     if (!claimed && !stage) return false;
-    std::vector<std::byte> staging;
+    std::optional<scratch_block> staging;
     std::span<std::byte> into;
     if (claimed && !claimed->any_size) {
         into = claimed->into;
     } else {
-        staging = mailbox_.staging_buffer(r.header.bytes);
-        into = staging;
+        staging.emplace(r.header.bytes, scratch_memory::private_only);
+        into = {staging->data(), r.header.bytes};
     }
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
     const int e = copy_in(r, into, claimed && claimed->combined_at_once);
     if (e == 0) {
         if (!claimed) {
             ++counters_.staged;
-            mailbox_.deliver(r.header, std::move(staging));
+            mailbox_.deliver(r.header, std::move(*staging));
         } else if (claimed->any_size) {
-            claimed->done->complete_with_payload(std::move(staging));
+            claimed->done->complete_with_payload(std::vector<std::byte>(into.begin(), into.end()));
         } else {
             claimed->done->complete();
         }

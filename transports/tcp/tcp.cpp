@@ -30,6 +30,7 @@
 
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
+#include "core/scratch.hpp"
 #include "transports/tcp/frame.hpp"
 #include "transports/tcp/handshake.hpp"
 
@@ -897,13 +898,13 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                 // Large: straight into the posted receive, else into a buffer
                 // of its own that the mailbox then keeps.
                 auto claimed = co_await claim_or_make_room(m);
-                std::vector<std::byte> staging;
+                std::optional<scratch_block> staging;
                 std::span<std::byte> into;
                 if (claimed && !claimed->any_size) {
                     into = claimed->into;
                 } else {
-                    staging = mailbox_.staging_buffer(n);
-                    into = staging;
+                    staging.emplace(n, scratch_memory::private_only);
+                    into = {staging->data(), n};
                 }
                 const std::size_t buffered = std::min(n, end - begin);
                 std::memcpy(into.data(), buffer.data() + begin, buffered);
@@ -919,9 +920,10 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                 }
                 if (!claimed) {
                     account_unexpected(m);
-                    mailbox_.deliver(m, std::move(staging));
+                    mailbox_.deliver(m, std::move(*staging));
                 } else if (claimed->any_size) {
-                    claimed->done->complete_with_payload(std::move(staging));
+                    claimed->done->complete_with_payload(
+                        std::vector<std::byte>(into.begin(), into.end()));
                 } else {
                     claimed->done->complete();
                 }
