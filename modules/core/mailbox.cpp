@@ -273,6 +273,25 @@ void mailbox::deliver(const message_header& header, scratch_block&& staged) {
     deliver_any(header, {staged.data(), header.bytes}, &staged);
 }
 
+std::span<std::byte> mailbox::landing(const std::optional<claimed_receive>& claimed,
+                                      std::size_t bytes, std::optional<scratch_block>& staging) {
+    if (claimed && !claimed->any_size) return claimed->into;
+    // Only ever copied out of: private memory (scratch_memory).
+    staging.emplace(bytes, scratch_memory::private_only);
+    return {staging->data(), bytes};
+}
+
+void mailbox::land(const message_header& header, std::optional<claimed_receive>& claimed,
+                   std::optional<scratch_block>& staging) {
+    if (!claimed)
+        deliver(header, std::move(*staging));
+    else if (claimed->any_size)
+        claimed->done->complete_with_payload(
+            std::vector<std::byte>(staging->data(), staging->data() + header.bytes));
+    else
+        claimed->done->complete();
+}
+
 void mailbox::fail(std::exception_ptr failure) {
     std::vector<posted_receive> waiting;
     {

@@ -101,6 +101,17 @@ public:
     };
     std::optional<claimed_receive> claim(const message_header& header);
 
+    // For a transport that receives a message of `bytes` itself (in pieces,
+    // or by single copy): where to write it. The claimed receive's buffer,
+    // else (none claimed, or one that takes any size) a private scratch
+    // block put in `staging`.
+    static std::span<std::byte> landing(const std::optional<claimed_receive>& claimed,
+                                        std::size_t bytes, std::optional<scratch_block>& staging);
+    // Once every byte of the message is in its landing(): completes the
+    // claimed receive, or queues the staged block for the receive to come.
+    void land(const message_header& header, std::optional<claimed_receive>& claimed,
+              std::optional<scratch_block>& staging);
+
     // Fails every pending receive, and every later one, with this failure
     // (a lost peer, an aborted world). Messages already queued stay readable.
     void fail(std::exception_ptr failure);

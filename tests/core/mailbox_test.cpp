@@ -313,3 +313,56 @@ TEST_CASE("early messages wait in private scratch blocks that come back for the 
         CHECK_THROWS_AS(box.deliver(header(1, 3, 3, 1000), std::move(short_block)), tutti::error);
     }).join();
 }
+
+// A transport that receives a message itself writes it where landing() says
+// and ends it with land(): into the claimed receive, into a staged block
+// queued for a receive to come, or (a receive of any size) a copy handed over.
+TEST_CASE("landing and land: claimed, staged for later, and any-size receives") {
+    mailbox box;
+    const std::size_t n = 1000;
+    auto fill_with = [](std::span<std::byte> into, int seed) {
+        for (std::size_t i = 0; i < into.size(); ++i)
+            into[i] = static_cast<std::byte>(i * 7 + seed);
+    };
+    auto filled = [&](int seed) {
+        std::vector<std::byte> v(n);
+        fill_with(v, seed);
+        return v;
+    };
+
+    // Claimed: written straight into the receive's buffer.
+    std::vector<std::byte> posted(n);
+    auto r = box.post(header(1, 0, 3, n), posted, false);
+    auto claimed = box.claim(header(1, 0, 3, n));
+    REQUIRE(claimed);
+    std::optional<scratch_block> staging;
+    auto into = mailbox::landing(claimed, n, staging);
+    CHECK(into.data() == posted.data());
+    CHECK_FALSE(staging);
+    fill_with(into, 1);
+    box.land(header(1, 0, 3, n), claimed, staging);
+    CHECK(r->done());
+    CHECK(posted == filled(1));
+
+    // Nobody waits: staged, queued, and copied in when the receive comes.
+    std::optional<mailbox::claimed_receive> none = box.claim(header(1, 1, 3, n));
+    CHECK_FALSE(none);
+    std::optional<scratch_block> early;
+    fill_with(mailbox::landing(none, n, early), 2);
+    REQUIRE(early);
+    box.land(header(1, 1, 3, n), none, early);
+    std::vector<std::byte> later(n);
+    REQUIRE(box.post(header(1, 1, 3, n), later, false)->done());
+    CHECK(later == filled(2));
+
+    // A receive of any size gets a copy of exactly the message's bytes.
+    auto any = box.post(header(1, 2, 3, n), {}, true);
+    auto taken = box.claim(header(1, 2, 3, n));
+    REQUIRE(taken);
+    std::optional<scratch_block> any_staging;
+    fill_with(mailbox::landing(taken, n, any_staging), 3);
+    REQUIRE(any_staging);
+    box.land(header(1, 2, 3, n), taken, any_staging);
+    REQUIRE(any->done());
+    CHECK(any->take_payload() == filled(3));
+}

@@ -432,6 +432,7 @@ private:
         message_header header;
         std::optional<mailbox::claimed_receive> claimed;
         std::optional<scratch_block> staging;
+        std::span<std::byte> into; // mailbox::landing
         std::uint64_t received = 0;
     };
     // A peer's shared region, mapped here.
@@ -1267,21 +1268,13 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
         } else {
             p.claimed = mailbox_.claim(m);
         }
-        if (!p.claimed || p.claimed->any_size)
-            p.staging.emplace(h.total, scratch_memory::private_only);
+        p.into = mailbox::landing(p.claimed, h.total, p.staging);
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
-    std::byte* to = p.claimed && !p.claimed->any_size ? p.claimed->into.data() : p.staging->data();
-    copy_bytes(to + h.offset, payload, h.length);
+    copy_bytes(p.into.data() + h.offset, payload, h.length);
     p.received += h.length;
     if (p.received < h.total) return;
-    if (!p.claimed)
-        mailbox_.deliver(m, std::move(*p.staging));
-    else if (p.claimed->any_size)
-        p.claimed->done->complete_with_payload(
-            std::vector<std::byte>(p.staging->data(), p.staging->data() + h.total));
-    else
-        p.claimed->done->complete();
+    mailbox_.land(m, p.claimed, p.staging);
     p = partial{};
 }
 
@@ -1510,24 +1503,12 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     auto claimed = mailbox_.claim(r.header);
     if (!claimed && !stage) return false;
     std::optional<scratch_block> staging;
-    std::span<std::byte> into;
-    if (claimed && !claimed->any_size) {
-        into = claimed->into;
-    } else {
-        staging.emplace(r.header.bytes, scratch_memory::private_only);
-        into = {staging->data(), r.header.bytes};
-    }
+    const auto into = mailbox::landing(claimed, r.header.bytes, staging);
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
     const int e = copy_in(r, into, claimed && claimed->combined_at_once);
     if (e == 0) {
-        if (!claimed) {
-            ++counters_.staged;
-            mailbox_.deliver(r.header, std::move(*staging));
-        } else if (claimed->any_size) {
-            claimed->done->complete_with_payload(std::vector<std::byte>(into.begin(), into.end()));
-        } else {
-            claimed->done->complete();
-        }
+        if (!claimed) ++counters_.staged;
+        mailbox_.land(r.header, claimed, staging);
         queue_control(r.source, cell_type::ack, r.token);
         return true;
     }

@@ -899,13 +899,7 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                 // of its own that the mailbox then keeps.
                 auto claimed = co_await claim_or_make_room(m);
                 std::optional<scratch_block> staging;
-                std::span<std::byte> into;
-                if (claimed && !claimed->any_size) {
-                    into = claimed->into;
-                } else {
-                    staging.emplace(n, scratch_memory::private_only);
-                    into = {staging->data(), n};
-                }
+                const auto into = mailbox::landing(claimed, n, staging);
                 const std::size_t buffered = std::min(n, end - begin);
                 std::memcpy(into.data(), buffer.data() + begin, buffered);
                 begin += buffered;
@@ -918,15 +912,8 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                     if (claimed) claimed->done->complete(std::current_exception());
                     throw;
                 }
-                if (!claimed) {
-                    account_unexpected(m);
-                    mailbox_.deliver(m, std::move(*staging));
-                } else if (claimed->any_size) {
-                    claimed->done->complete_with_payload(
-                        std::vector<std::byte>(into.begin(), into.end()));
-                } else {
-                    claimed->done->complete();
-                }
+                if (!claimed) account_unexpected(m);
+                mailbox_.land(m, claimed, staging);
                 continue;
             }
             // Control frames: a few bytes at most (frame.hpp bounds them).
