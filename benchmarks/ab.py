@@ -20,6 +20,14 @@ when build/benchmarks/line_bounce reads below 80 ns, and counts only when
 it still does after the round; --slow-above 180 keeps the slow mode's
 rounds instead.
 
+Below the medians, every label after the first is paired with the first
+round by round (they ran minutes apart at most, in the same round): the
+median of its per-round ratio to the first, in how many rounds it was the
+quicker, and a `*` where a two-sided sign test puts that count beyond
+chance (p < 0.05; 9 rounds need 8 wins either way, 5 rounds cannot reach
+it). Two labels of the same binary (an A/A run) show how far this
+machine's noise alone moves the medians.
+
 A NAME=PATH may be a script that runs tutti-bench with more options, to
 compare algorithms: `exec tutti-bench "$@" -a binomial`, or settings:
 `TUTTI_TCP_CONGESTION=reno exec tutti-bench "$@"`.
@@ -33,6 +41,7 @@ memory within it and TCP between (shm+tcp).
 import argparse
 import contextlib
 import csv
+import math
 import os
 import statistics
 import subprocess
@@ -82,6 +91,8 @@ def main():
             parser.error(f"'{item}' is not NAME=PATH")
         if not os.access(path, os.X_OK):
             parser.error(f"{path} is not an executable")
+        if any(name == n for n, _ in labelled):
+            parser.error(f"the label '{name}' is given twice; an A/A run needs two names")
         labelled.append((name, path))
     here = os.path.dirname(os.path.abspath(__file__))
     launcher = args.tuttirun or os.path.join(here, "..", "build", "tools", "tuttirun", "tuttirun")
@@ -96,7 +107,7 @@ def main():
     with contextlib.ExitStack() as cleanup:
         hosts = (enter_hosts(cleanup, int(args.ranks), "ab", args.ranks_per_host)
                  if args.netns else None)
-        medians = rounds(args, labelled, launcher, gate, column, hosts)
+        taken = rounds(args, labelled, launcher, gate, column, hosts)
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
     calm = f"; {gate.describe()}" if gate else ""
@@ -109,22 +120,57 @@ def main():
           f"{args.ranks} ranks, bind {args.bind}{calm}{where}")
     width = max(12, *(len(n) + 2 for n in names))
     print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
-    for key in sorted(medians):
-        cells = "".join(
-            f"{shown(statistics.median(medians[key][n])):>{width}}" if n in medians[key]
-            else f"{'-':>{width}}"
-            for n in names)
+    keys = sorted({key for one in taken for key in one})
+    for key in keys:
+        cells = ""
+        for n in names:
+            values = [one[key][n] for one in taken if n in one.get(key, {})]
+            cells += f"{shown(statistics.median(values)):>{width}}" if values else f"{'-':>{width}}"
+        print(f"{key[0]:<16}{key[1]:>10}{cells}")
+    if len(names) < 2:
+        return
+    base = names[0]
+    print(f"# paired with {base} round by round: median of the per-round ratio to {base}, "
+          f"rounds in which it was quicker, * where a sign test gives p < 0.05")
+    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width + 8}}" for n in names[1:]))
+    for key in keys:
+        cells = ""
+        for n in names[1:]:
+            pairs = [(one[key][n], one[key][base]) for one in taken
+                     if n in one.get(key, {}) and base in one.get(key, {})]
+            cells += f"{paired(pairs):>{width + 8}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
 
 
+def paired(pairs):
+    """'0.82 8/9 *': the median ratio of (label, base) pairs, the label's wins, significance."""
+    if not pairs:
+        return "-"
+    ratio = statistics.median(value / base for value, base in pairs if base > 0)
+    wins = sum(value < base for value, base in pairs)
+    losses = sum(value > base for value, base in pairs)
+    mark = " *" if sign_test(wins, losses) < 0.05 else "  "
+    return f"{ratio:.2f} {wins}/{len(pairs)}{mark}"
+
+
+def sign_test(wins, losses):
+    """Two-sided p of a sign test: how likely a split at least this uneven is
+    when either is as likely to be quicker in a round (ties left out)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
 def rounds(args, labelled, launcher, gate, column, hosts):
-    """(collective, bytes) -> label -> the slowest rank's figure of each round."""
+    """One dict per round kept: (collective, bytes) -> label -> the slowest rank's figure."""
     env = dict(os.environ)
     if hosts is not None:
         # Several ranks per host: shm+tcp (TUTTI_TRANSPORT=auto).
         env.update(hosts.environment(),
                    TUTTI_TRANSPORT="tcp" if hosts.ranks_per_host == 1 else "auto")
-    medians = {}
+    kept = []
     r = 0
     while r < args.rounds:
         if gate:
@@ -156,11 +202,9 @@ def rounds(args, labelled, launcher, gate, column, hosts):
                         taken.setdefault(key, {})[name] = float(row[column])
         if gate and not gate.held(args.rounds):
             continue
-        for key, by_name in taken.items():
-            for name, value in by_name.items():
-                medians.setdefault(key, {}).setdefault(name, []).append(value)
+        kept.append(taken)
         r += 1
-    return medians
+    return kept
 
 
 def shown(us):

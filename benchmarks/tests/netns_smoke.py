@@ -17,6 +17,7 @@ given to netns_agent.sh. Exit status 0 when all holds, 77
 iproute2), else 1 with the reason.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,10 @@ def main():
     check("between network namespaces" in out and any(
         line.split()[:2] == ["all_reduce", "65536"] for line in out.splitlines()),
         "ab.py's table has the 64 KiB all_reduce, taken between namespaces")
+    check("# paired with one round by round" in out and any(
+        re.fullmatch(r"all_reduce\s+65536\s+[0-9]+\.[0-9]{2} [01]/1", line.strip())
+        for line in out.splitlines()),
+        "ab.py pairs the second label with the first: its ratio and wins in the one round")
 
     status, out, err = run([sys.executable, os.path.join(BENCHMARKS, "ab.py"), "--netns",
                             "--ranks", "4", "--ranks-per-host", "2", "--rounds", "1", "--bind",
