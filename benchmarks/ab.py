@@ -41,13 +41,13 @@ memory within it and TCP between (shm+tcp).
 import argparse
 import contextlib
 import csv
-import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 
+import paired
 from calm import add_mode_options, gate_from
 from netns_hosts import enter_hosts
 
@@ -138,29 +138,8 @@ def main():
         for n in names[1:]:
             pairs = [(one[key][n], one[key][base]) for one in taken
                      if n in one.get(key, {}) and base in one.get(key, {})]
-            cells += f"{paired(pairs):>{width + 8}}"
+            cells += f"{paired.shown(pairs):>{width + 8}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
-
-
-def paired(pairs):
-    """'0.82 8/9 *': the median ratio of (label, base) pairs, the label's wins, significance."""
-    if not pairs:
-        return "-"
-    ratio = statistics.median(value / base for value, base in pairs if base > 0)
-    wins = sum(value < base for value, base in pairs)
-    losses = sum(value > base for value, base in pairs)
-    mark = " *" if sign_test(wins, losses) < 0.05 else "  "
-    return f"{ratio:.2f} {wins}/{len(pairs)}{mark}"
-
-
-def sign_test(wins, losses):
-    """Two-sided p of a sign test: how likely a split at least this uneven is
-    when either is as likely to be quicker in a round (ties left out)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
 
 
 def rounds(args, labelled, launcher, gate, column, hosts):

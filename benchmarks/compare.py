@@ -5,6 +5,10 @@ with the same collectives, sizes and rank counts, repeats the round with the
 order rotated (the machines are shared and noisy: compare only figures taken
 in the same run, as medians), and prints per size the median latency of
 each, the ratio tutti / best MPI (below 1: tutti is faster) and bandwidths.
+The column `won` pairs tutti with the best MPI round by round (benchmarks/
+paired.py): the rounds in which tutti was quicker, and * where a sign test
+puts that count beyond chance (p < 0.05; 8 of 9 rounds either way, so use
+--repeats 9 or more where the ratio is near 1).
 
     python3 benchmarks/compare.py                                  # shm, 2 ranks, defaults
     python3 benchmarks/compare.py --ranks 2,4,8 --collectives all_reduce --sizes 8,1M
@@ -49,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 
+import paired
 from calm import add_mode_options, gate_from
 from netns_hosts import enter_hosts
 
@@ -345,7 +350,7 @@ def main():
     variants = [v for v in TUTTI_VARIANTS if v in implementations]
     header = ["collective", "ranks", "bytes"] + [f"{i}_us" for i in implementations]
     header += ["ratio"] + [f"{TUTTI_VARIANTS[v][1]}_ratio" for v in variants]
-    header += ["iteration_ratio"]
+    header += ["iteration_ratio", "tutti_rounds_won", "rounds", "sign_test_p"]
     header += ["tutti_GBps", "best_mpi_GBps", "tutti_spread"]
     if args.memcpy:
         header += ["memcpy_GBps", "tutti_of_memcpy"]
@@ -368,6 +373,18 @@ def main():
         best_whole = min((whole[m] for m in mpis if whole[m]), default=None)
         entry["iteration_ratio"] = (whole["tutti"] / best_whole
                                     if whole["tutti"] and best_whole else None)
+        # Round by round: tutti against the quicker MPI of the same round.
+        by_round = {}
+        for impl in ["tutti"] + mpis:
+            for x in by_impl.get(impl, []):
+                by_round.setdefault(x["repeat"], {})[impl] = float(x["max_us"])
+        pairs = [(one["tutti"], min(one[m] for m in mpis if m in one))
+                 for one in by_round.values()
+                 if "tutti" in one and any(m in one for m in mpis)]
+        entry["won"] = paired.shown(pairs, with_ratio=False)
+        won = paired.summary(pairs)
+        entry["tutti_rounds_won"], entry["rounds"], entry["sign_test_p"] = (
+            won[1:] if won else (None, None, None))
         entry["tutti_GBps"] = size / tutti / 1e3 if tutti and size else None
         entry["best_mpi_GBps"] = size / best / 1e3 if best and size else None
         entry["tutti_spread"] = max(runs) / min(runs) if runs and min(runs) > 0 else None
@@ -389,13 +406,14 @@ def main():
           f"(buffers from tutti::shared_allocator), blocking for tutti-blocking (each call "
           f"through tutti::wait); spread = slowest / fastest "
           f"tutti round;\n# iter = the same ratio for whole iterations (the benchmark's barrier "
-          f"and the call, slowest rank)" + (f"; {gate.describe()}" if gate else ""))
+          f"and the call, slowest rank); won = rounds in which tutti beat the best MPI of the "
+          f"round, * where a sign test gives p < 0.05" + (f"; {gate.describe()}" if gate else ""))
     widths = [15, 6, 9] + [max(16, len(i) + 5) for i in implementations]
-    widths += [8] + [9] * len(variants) + [8, 11, 14, 8]
+    widths += [8] + [9] * len(variants) + [8, 9, 11, 14, 8]
     if args.memcpy:
         widths += [12, 10]
     names = ["collective", "ranks", "bytes"] + [f"{i} µs" for i in implementations]
-    names += ["ratio"] + [TUTTI_VARIANTS[v][1] for v in variants] + ["iter"]
+    names += ["ratio"] + [TUTTI_VARIANTS[v][1] for v in variants] + ["iter", "won"]
     names += ["tutti GB/s", "best MPI GB/s", "spread"]
     if args.memcpy:
         names += ["memcpy GB/s", "of memcpy"]
@@ -406,7 +424,7 @@ def main():
         cells += [show(e[f"{i}_us"], ".2f") for i in implementations]
         cells += [show(e["ratio"], ".2f")]
         cells += [show(e[f"{TUTTI_VARIANTS[v][1]}_ratio"], ".2f") for v in variants]
-        cells += [show(e["iteration_ratio"], ".2f")]
+        cells += [show(e["iteration_ratio"], ".2f"), e["won"]]
         cells += [show(e["tutti_GBps"], ".2f"),
                   show(e["best_mpi_GBps"], ".2f"), show(e["tutti_spread"], ".2f")]
         if args.memcpy:
@@ -419,7 +437,7 @@ def main():
             writer = csv.DictWriter(f, fieldnames=header)
             writer.writeheader()
             for e in table:
-                writer.writerow({k: ("" if v is None else v) for k, v in e.items()})
+                writer.writerow({k: ("" if v is None else v) for k, v in e.items() if k != "won"})
     if args.raw and raw:
         with open(args.raw, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(raw[0].keys()))

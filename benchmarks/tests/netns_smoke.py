@@ -114,6 +114,10 @@ def main():
           "the table has tutti-blocking's column and its ratio")
     check(not any(r[:1] == ["all_reduce"] and r[5] == "-" for r in rows if len(r) > 5),
           "tutti-blocking measured every all_reduce")
+    check(any(line.startswith("collective") and "won" in line.split() for line in out.splitlines())
+          and all(any(re.fullmatch(r"[01]/1", cell) for cell in r)
+                  for r in rows if r[:1] in (["all_reduce"], ["broadcast"])),
+          "every row says whether tutti won its one round against Open MPI")
     check("WRONG RESULT" not in err, "no wrong result")
 
     # Two hosts of two ranks: shm within, TCP between; Open MPI started as
