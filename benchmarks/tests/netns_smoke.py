@@ -114,10 +114,15 @@ def main():
           "the table has tutti-blocking's column and its ratio")
     check(not any(r[:1] == ["all_reduce"] and r[5] == "-" for r in rows if len(r) > 5),
           "tutti-blocking measured every all_reduce")
-    check(any(line.startswith("collective") and "won" in line.split() for line in out.splitlines())
-          and all(any(re.fullmatch(r"[01]/1", cell) for cell in r)
-                  for r in rows if r[:1] in (["all_reduce"], ["broadcast"])),
-          "every row says whether tutti won its one round against Open MPI")
+    # Where Open MPI is not built (the sanitizer build), `won` has no MPI to pair with.
+    header = next((line for line in out.splitlines() if line.startswith("collective")), "")
+    if "openmpi" in header:
+        check("won" in header.split() and all(
+            any(re.fullmatch(r"[01]/1", cell) for cell in r)
+            for r in rows if r[:1] in (["all_reduce"], ["broadcast"])),
+            "every row says whether tutti won its one round against Open MPI")
+    else:
+        check("won" in header.split(), "the table has the column won, without an MPI to pair")
     check("WRONG RESULT" not in err, "no wrong result")
 
     # Two hosts of two ranks: shm within, TCP between; Open MPI started as
