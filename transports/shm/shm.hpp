@@ -132,6 +132,24 @@ struct options {
     // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
     enum class stores { adaptive, cached, streaming };
     stores cell_stores = stores::adaptive;
+    // How a sender writes a message of one line (at most 16 bytes, the cell's
+    // header and payload together), which its receiver is polling. `cached`:
+    // ordinary stores; the line first goes to the sender's core, then back to
+    // the receiver's (two trips). `direct`: one MOVDIR64B, which writes the
+    // whole line past both cores' caches, then SFENCE; about 250 ns one way
+    // here whatever the mode, so 2-rank 8-byte calls took 0.62-0.88 of the
+    // time in the slow mode (a line ~330 ns between the cores) and 2.4-3
+    // times as long in the quick one (~75 ns; docs/performance.md,
+    // thirty-seventh session). `adaptive`: ordinary stores, one one-line
+    // message in 64 timed until it owns its line; two timed over 120 ns in a
+    // row switch that receiver's one-line messages to direct stores for the
+    // next 4096, after which timing starts again. Where the CPU lacks
+    // MOVDIR64B, or ranks outnumber cores (a timed line may then include a
+    // preemption), adaptive means cached; direct without MOVDIR64B is a
+    // tutti::error.
+    // TUTTI_SHM_LINE_STORES=adaptive|cached|direct.
+    enum class line_stores { adaptive, cached, direct };
+    line_stores one_line_stores = line_stores::adaptive;
     // How long a cache line takes there and back between the ranks' cores,
     // in ns (twice what benchmarks/line_bounce reads, whose two transfers
     // overlap): empty, measured at setup where the ranks do not outnumber
@@ -174,6 +192,7 @@ struct counters {
     std::uint64_t chunks_helped = 0;    // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
+    std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)
 };
 
 class transport : public tutti::transport {
@@ -186,6 +205,10 @@ public:
     virtual std::size_t cell_bytes() const noexcept = 0;
     virtual std::size_t ring_depth() const noexcept = 0;
 };
+
+// Whether this CPU writes a line past the caches in one piece (MOVDIR64B),
+// which options::line_stores::direct needs.
+bool has_direct_line_stores() noexcept;
 
 // Every rank of the bootstrap must call this (it is collective) and be on
 // this node. Creates, maps and then unlinks "/tutti-<job_id>-shm", so a crash

@@ -598,6 +598,49 @@ TEST_CASE("shm: messages written into the cells with streaming stores arrive who
     }
 }
 
+TEST_CASE("shm: one-line messages written by direct stores arrive whole and in order") {
+    using kinds = shm::options::line_stores;
+    // 0 to 16 bytes, what travels in a cell's header line, for four laps of
+    // the ring: each message is checked byte by byte.
+    std::vector<std::size_t> sizes;
+    for (int lap = 0; lap < 4; ++lap)
+        for (std::size_t n = 0; n <= 16; ++n)
+            sizes.push_back(n);
+    for (const auto kind : {kinds::direct, kinds::cached, kinds::adaptive}) {
+        CAPTURE(static_cast<int>(kind));
+        run_job_and_check(2, [kind, &sizes](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.use_cma = false;
+            opts.one_line_stores = kind;
+            if (kind == kinds::direct && !shm::has_direct_line_stores()) {
+                // Refused before the segment is made, on every rank alike.
+                try {
+                    shm::create_transport(boot, io, opts);
+                    expect(false, "direct line stores were accepted on a CPU without MOVDIR64B");
+                } catch (const error& e) {
+                    expect(e.code() == errc::invalid_argument &&
+                               std::string(e.what()).find("MOVDIR64B") != std::string::npos,
+                           "the refusal names MOVDIR64B: {}", e.what());
+                }
+                return;
+            }
+            auto t = shm::create_transport(boot, io, opts);
+            send_one_way(*t, io, sizes);
+            exchange_keeping_a_receive_posted(*t, io, {0, 3, 8, 16}, false);
+            // Rank 0 wrote the 68 one-way messages, 4 of the exchange and its
+            // closing token; rank 1 the exchange's 5.
+            const std::uint64_t written = t->rank() == 0 ? sizes.size() + 5 : 5;
+            const auto c = t->counters();
+            if (kind == kinds::direct)
+                expect(c.direct_lines == written, "direct: {} of {} one-line messages",
+                       c.direct_lines, written);
+            if (kind == kinds::cached)
+                expect(c.direct_lines == 0, "cached: {} written directly", c.direct_lines);
+        });
+    }
+}
+
 TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") {
     // Given on rank 0 alone: the others, told nothing, take it too
     // (selection branches on it) rather than a figure of their own.
@@ -1376,6 +1419,22 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
         CHECK(std::string(e.what()).find("TUTTI_SHM_CELL_STORES='fast'") != std::string::npos);
     }
     ::unsetenv("TUTTI_SHM_CELL_STORES");
+    ::setenv("TUTTI_SHM_LINE_STORES", "direct", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.one_line_stores == shm::options::line_stores::direct);
+    ::setenv("TUTTI_SHM_LINE_STORES", "cached", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.one_line_stores == shm::options::line_stores::cached);
+    ::setenv("TUTTI_SHM_LINE_STORES", "nontemporal", 1);
+    try {
+        shm::apply_environment(opts);
+        FAIL("an unknown kind of line stores was accepted");
+    } catch (const tutti::error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("TUTTI_SHM_LINE_STORES='nontemporal'") !=
+              std::string::npos);
+    }
+    ::unsetenv("TUTTI_SHM_LINE_STORES");
     ::setenv("TUTTI_SHM_LINE_NS", "250", 1);
     shm::apply_environment(opts);
     CHECK(opts.line_ns == std::optional<std::uint32_t>(250));
