@@ -164,20 +164,6 @@ void debug(fmt::format_string<Args...> format, Args&&... args) {
         fmt::print(stderr, "tutti shm: {}\n", fmt::format(format, std::forward<Args>(args)...));
 }
 
-// Whether this CPU has MOVDIR64B (options::line_stores): CPUID leaf 7, ECX
-// bit 28.
-bool cpu_stores_lines_directly() noexcept {
-#if defined(__x86_64__)
-    static const bool has = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 28)) != 0;
-    }();
-    return has;
-#else
-    return false;
-#endif
-}
-
 // Writes the 64-byte line `whole` to `to` (line-aligned) past the caches, in
 // one piece. A direct store is weakly ordered: the first fence keeps it
 // behind every earlier store (what the stamp's release store would give),
@@ -195,6 +181,31 @@ void store_line_directly(std::byte*, const void*) {
     throw error(errc::invalid_argument, "direct line stores need MOVDIR64B (x86-64)");
 }
 #endif
+
+// The bookkeeping of an adaptive way of writing into the cells
+// (options::stores, options::line_stores): the ordinary writes are timed one
+// in so many, and two slow ones in a row switch to the other way (streaming
+// or direct stores) for a number of writes, after which timing starts again.
+struct timed_switch {
+    static constexpr std::uint8_t slow_in_a_row_to_switch = 2;
+    std::uint32_t other_left = 0;   // writes left the other way
+    std::uint32_t until_timing = 0; // ordinary writes before the next timed one
+    std::uint8_t slow_in_a_row = 0;
+
+    // Whether this ordinary write is the one to time.
+    bool time_this_one() noexcept { return until_timing-- == 0; }
+    // After a timed write: the next is timed `every` writes on.
+    void timed(bool slow, std::uint32_t every, std::uint32_t span) noexcept {
+        until_timing = every - 1;
+        slow_in_a_row = slow ? slow_in_a_row + 1 : 0;
+        if (slow_in_a_row >= slow_in_a_row_to_switch) {
+            slow_in_a_row = 0;
+            other_left = span;
+        }
+    }
+    // One write the other way; true when it was the last of the span.
+    bool took_other() noexcept { return other_left > 0 && --other_left == 0; }
+};
 
 std::uint64_t load_acquire(std::uint64_t& v) {
     return std::atomic_ref(v).load(std::memory_order_acquire);
@@ -459,12 +470,8 @@ private:
         std::uint64_t head = 0;          // ours alone: we are the ring's only producer
         std::uint64_t cached_tail = 0;
         std::byte* ring = nullptr; // ring(rank_, dest), found once: every send writes to it
-        std::uint32_t streamed_cells_left = 0; // options::stores::adaptive
-        std::uint8_t slow_cells = 0;           // timed cells in a row that were slow
-        std::uint8_t cells_until_timing = 0;
-        std::uint32_t direct_lines_left = 0; // options::line_stores::adaptive
-        std::uint8_t slow_lines = 0;         // timed one-line messages in a row that were slow
-        std::uint32_t lines_until_timing = 0;
+        timed_switch cells;        // options::stores::adaptive: to streaming stores
+        timed_switch lines;        // options::line_stores::adaptive: to direct stores
     };
     // A message arriving in chunks: straight into its receive, or staged.
     struct partial {
@@ -662,14 +669,14 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         {opts_.cma_threshold, opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange});
     for (auto& in : in_)
         in.can_map = opts_.use_mapped;
-    if (opts_.one_line_stores == options::line_stores::direct && !cpu_stores_lines_directly())
+    if (opts_.one_line_stores == options::line_stores::direct && !has_direct_line_stores())
         throw error(errc::invalid_argument,
                     "shm one_line_stores = direct (TUTTI_SHM_LINE_STORES=direct) needs the "
                     "MOVDIR64B instruction, which this CPU does not have");
     // Where ranks share cores a timed line may include a preemption, and a
     // receiver is often not polling at all: adaptive means cached there.
     adaptive_lines_ = opts_.one_line_stores == options::line_stores::adaptive &&
-                      cpu_stores_lines_directly() && !ranks_outnumber_cores(size_);
+                      has_direct_line_stores() && !ranks_outnumber_cores(size_);
     try {
         setup(boot);
     } catch (...) {
@@ -1150,16 +1157,15 @@ bool endpoint::has_space(int dest) {
 constexpr std::size_t timed_cell_bytes = 4096;
 constexpr std::uint8_t cells_per_timing = 4;
 constexpr std::size_t slow_cell_bytes_per_ns = 4;
-constexpr std::uint8_t slow_cells_to_stream = 2;
 constexpr std::uint32_t streamed_cells_between_timings = 1024;
 
 void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
                               std::size_t bytes) {
     using stores = options::stores;
     const bool stream = opts_.cell_stores == stores::streaming ||
-                        (opts_.cell_stores == stores::adaptive && o.streamed_cells_left > 0);
+                        (opts_.cell_stores == stores::adaptive && o.cells.other_left > 0);
     if (stream) {
-        if (o.streamed_cells_left > 0) --o.streamed_cells_left;
+        o.cells.took_other();
         copy_bytes_streaming(to, from, bytes);
         ++counters_.streamed_cells;
         return;
@@ -1167,20 +1173,15 @@ void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
     // The first lap of a ring writes pages never touched before: their faults
     // would read as a far core.
     if (opts_.cell_stores == stores::cached || bytes < timed_cell_bytes || o.head < geo_.depth ||
-        o.cells_until_timing-- > 0) {
+        !o.cells.time_this_one()) {
         copy_bytes(to, from, bytes);
         return;
     }
-    o.cells_until_timing = cells_per_timing - 1;
     const auto start = std::chrono::steady_clock::now();
     copy_bytes(to, from, bytes);
     const bool slow = std::chrono::steady_clock::now() - start >
                       std::chrono::nanoseconds(bytes / slow_cell_bytes_per_ns);
-    o.slow_cells = slow ? o.slow_cells + 1 : 0;
-    if (o.slow_cells >= slow_cells_to_stream) {
-        o.slow_cells = 0;
-        o.streamed_cells_left = streamed_cells_between_timings;
-    }
+    o.cells.timed(slow, cells_per_timing, streamed_cells_between_timings);
 }
 
 void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {
@@ -1210,15 +1211,13 @@ void endpoint::write_cell(int dest, const cell_header& h, const std::byte* paylo
 // once the ring has gone round.
 constexpr std::uint32_t lines_per_timing = 64;
 constexpr auto slow_line = std::chrono::nanoseconds(120);
-constexpr std::uint8_t slow_lines_to_direct = 2;
 constexpr std::uint32_t direct_lines_between_timings = 4096;
 
 // A message of one line: its header, payload and stamp.
 void endpoint::write_one_line(peer_out& o, std::byte* c, const cell_header& h,
                               const std::byte* payload) {
-    if (opts_.one_line_stores == options::line_stores::direct || o.direct_lines_left > 0) {
-        if (o.direct_lines_left > 0 && --o.direct_lines_left == 0)
-            o.lines_until_timing = static_cast<std::uint32_t>(geo_.depth);
+    if (opts_.one_line_stores == options::line_stores::direct || o.lines.other_left > 0) {
+        if (o.lines.took_other()) o.lines.until_timing = static_cast<std::uint32_t>(geo_.depth);
         alignas(line) cell_header whole = h;
         whole.stamp = stamp_of(o.head);
         if (h.length) std::memcpy(&whole.offset, payload, h.length);
@@ -1228,7 +1227,7 @@ void endpoint::write_one_line(peer_out& o, std::byte* c, const cell_header& h,
     }
     // The first lap of a ring writes pages never touched before: their
     // faults would read as a far core.
-    const bool timed = adaptive_lines_ && o.head >= geo_.depth && o.lines_until_timing-- == 0;
+    const bool timed = adaptive_lines_ && o.head >= geo_.depth && o.lines.time_this_one();
     std::chrono::steady_clock::time_point start;
     if (timed) start = std::chrono::steady_clock::now();
     std::memcpy(c, &h, stamp_offset);
@@ -1238,13 +1237,8 @@ void endpoint::write_one_line(peer_out& o, std::byte* c, const cell_header& h,
     // Waits until the stores are done: until the line, which the receiver
     // polls, has come over to this core.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const bool slow = std::chrono::steady_clock::now() - start > slow_line;
-    o.lines_until_timing = lines_per_timing - 1;
-    o.slow_lines = slow ? o.slow_lines + 1 : 0;
-    if (o.slow_lines >= slow_lines_to_direct) {
-        o.slow_lines = 0;
-        o.direct_lines_left = direct_lines_between_timings;
-    }
+    o.lines.timed(std::chrono::steady_clock::now() - start > slow_line, lines_per_timing,
+                  direct_lines_between_timings);
 }
 
 // Wakes `peer` if it sleeps. The fence orders our ring writes before reading
@@ -1989,8 +1983,17 @@ void apply_environment(options& opts) {
         opts.one_line_stores = *kind;
 }
 
+// CPUID leaf 7, ECX bit 28.
 bool has_direct_line_stores() noexcept {
-    return cpu_stores_lines_directly();
+#if defined(__x86_64__)
+    static const bool has = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 28)) != 0;
+    }();
+    return has;
+#else
+    return false;
+#endif
 }
 
 std::shared_ptr<shm::transport> create_transport(bootstrap& boot, asio::io_context& context,
