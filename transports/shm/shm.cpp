@@ -495,6 +495,11 @@ private:
         partial incoming;
         std::vector<peer_mapping> mappings; // its shared regions we mapped
         bool can_map = true;                // false once taking its descriptor failed
+        // drain's guess at the next cell (options::prefetch_bytes): its
+        // payload lines to prefetch, and the one-line cells since the last
+        // message that set them.
+        std::uint32_t prefetch_lines = 0;
+        std::uint32_t one_line_cells = 0;
     };
     struct rendezvous {
         int source;
@@ -561,6 +566,7 @@ private:
     void ring_bell(int peer);
     std::size_t pump(int dest);
     std::size_t drain(int src);
+    void expect_next_like(peer_in& in, const cell_header& h) const;
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
@@ -1312,9 +1318,15 @@ std::size_t endpoint::drain(int src) {
     // At most one ring's worth, so one busy peer cannot starve the others.
     for (; cells < geo_.depth; ++cells) {
         std::byte* c = cell_of(in.ring, in.tail);
-        if (stamp_in(c).load(std::memory_order_acquire) != stamp_of(in.tail)) break;
+        if (stamp_in(c).load(std::memory_order_acquire) != stamp_of(in.tail)) {
+            for (std::size_t l = 1; l <= in.prefetch_lines; ++l)
+                __builtin_prefetch(c + l * line, 0, 3);
+            break;
+        }
         cell_header h;
         std::memcpy(&h, c, sizeof h);
+        if (in.prefetch_lines) ++counters_.prefetch_guesses;
+        expect_next_like(in, h);
         switch (h.type) {
         case cell_type::small:
             h.offset = 0;
@@ -1340,6 +1352,24 @@ std::size_t endpoint::drain(int src) {
     // The sender may sleep waiting for room in this ring.
     if (cells) ring_bell(src);
     return cells;
+}
+
+// options::prefetch_bytes. Message sizes repeat, so the next cell is taken
+// to be like the last message of one cell, which one-line cells between (a
+// barrier's, say) do not change; only after many in a row is it forgotten.
+constexpr std::uint32_t one_line_cells_to_forget = 64;
+
+void endpoint::expect_next_like(peer_in& in, const cell_header& h) const {
+    if (h.type != cell_type::data) {
+        if (in.prefetch_lines && ++in.one_line_cells >= one_line_cells_to_forget)
+            in.prefetch_lines = 0;
+        return;
+    }
+    in.one_line_cells = 0;
+    const bool one_cell = h.offset == 0 && h.length == h.total;
+    in.prefetch_lines = one_cell && h.length <= opts_.prefetch_bytes
+                            ? static_cast<std::uint32_t>(round_up(h.length, line) / line)
+                            : 0;
 }
 
 void endpoint::handle_data(int src, const cell_header& h, const std::byte* payload) {
@@ -1966,6 +1996,7 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_MAPPED_THRESHOLD")) opts.mapped_threshold = *v;
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_PREFETCH_BYTES")) opts.prefetch_bytes = *v;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
         opts.shared_copy_far_line_ns = *ns;

@@ -118,6 +118,18 @@ struct options {
     // a segmented reduce, many in flight, took 1.7 times as long in pieces.
     // 0: messages fill whole cells.
     std::size_t pipeline_piece = 8 * 1024;
+    // A receiver waiting for a sender's next cell polls its header line; the
+    // payload lines it fetches only after the header says they are written,
+    // one crossing after the other. So while it polls, it prefetches as many
+    // payload lines as the last message of one cell from that sender had, if
+    // that message had at most this many bytes: the lines then come over
+    // with the header (2 ranks in this machine's slow mode, a line ~320 ns
+    // there and back: 64-byte all_gather 0.81 -> 0.55 us, 128-byte
+    // broadcast 0.94 -> 0.65; docs/performance.md, thirty-eighth session).
+    // Longer messages were level to slower: the sender is still writing
+    // while the receiver's prefetches take its lines away. 0: no prefetch.
+    // TUTTI_SHM_PREFETCH_BYTES.
+    std::size_t prefetch_bytes = 512;
     // How a sender writes message bytes into its cells, which its receiver
     // read last. `cached`: ordinary stores, each of which first takes its
     // line back from the receiver's core; quick where lines move between the
@@ -170,7 +182,8 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD, TUTTI_SHM_CMA_THRESHOLD_AT_END,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
-// TUTTI_SHM_SHARED_COPY_CHUNK and TUTTI_SHM_PIPELINE_PIECE, each a byte count
+// TUTTI_SHM_SHARED_COPY_CHUNK, TUTTI_SHM_PIPELINE_PIECE and
+// TUTTI_SHM_PREFETCH_BYTES, each a byte count
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
 // streaming), TUTTI_SHM_LINE_NS and TUTTI_SHM_SHARED_COPY_FAR_LINE_NS
 // (nanoseconds, digits only). Every
@@ -193,6 +206,8 @@ struct counters {
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
     std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)
+    std::uint64_t prefetch_guesses =
+        0; // cells read while their lines were guessed (prefetch_bytes)
 };
 
 class transport : public tutti::transport {

@@ -641,6 +641,37 @@ TEST_CASE("shm: one-line messages written by direct stores arrive whole and in o
     }
 }
 
+TEST_CASE("shm: a receiver that prefetches the lines it guesses reads every message whole") {
+    // While it polls, rank 1 prefetches as many lines as the last message of
+    // one cell had, if it had at most options::prefetch_bytes; 64 one-line
+    // cells in a row forget that. Which cells were read under a guess
+    // follows from the sizes alone (timing decides only whether a poll came
+    // first), and every message is checked byte by byte.
+    for (const std::size_t limit : {std::size_t{512}, std::size_t{0}}) {
+        CAPTURE(limit);
+        run_job_and_check(2, [limit](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.use_cma = false;
+            opts.prefetch_bytes = limit;
+            auto t = shm::create_transport(boot, io, opts);
+            std::vector<std::size_t> sizes{64, 64};
+            sizes.insert(sizes.end(), 70, 8);
+            const std::size_t cells_long = 3 * (t->cell_bytes() - 64);
+            sizes.insert(sizes.end(), {64, 600, 100, cells_long, 100, 513, 512});
+            send_one_way(*t, io, sizes);
+            // Read under a guess: the second 64 bytes; the first 64 one-line
+            // cells (the 64th forgets); the 600 (after the third 64), which
+            // is itself over the limit; the long message's first cell and
+            // the 513 (each after a 100). Not the 512, after the 513.
+            const std::uint64_t guessed = t->rank() == 1 && limit ? 1 + 64 + 1 + 1 + 1 : 0;
+            const auto c = t->counters();
+            expect(c.prefetch_guesses == guessed, "{} cells read under a guess, not {}",
+                   c.prefetch_guesses, guessed);
+        });
+    }
+}
+
 TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") {
     // Given on rank 0 alone: the others, told nothing, take it too
     // (selection branches on it) rather than a figure of their own.
@@ -1407,6 +1438,10 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.pipeline_piece == 0);
     ::unsetenv("TUTTI_SHM_PIPELINE_PIECE");
+    ::setenv("TUTTI_SHM_PREFETCH_BYTES", "1K", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.prefetch_bytes == 1024);
+    ::unsetenv("TUTTI_SHM_PREFETCH_BYTES");
     ::setenv("TUTTI_SHM_CELL_STORES", "streaming", 1);
     shm::apply_environment(opts);
     CHECK(opts.cell_stores == shm::options::stores::streaming);
