@@ -471,7 +471,11 @@ private:
         std::uint64_t cached_tail = 0;
         std::byte* ring = nullptr; // ring(rank_, dest), found once: every send writes to it
         timed_switch cells;        // options::stores::adaptive: to streaming stores
-        timed_switch lines;        // options::line_stores::adaptive: to direct stores
+        // options::stores::adaptive: what the last streamed probe cost per
+        // byte (0: none yet), and the timed cells before the next probe.
+        double streamed_ns_per_byte = 0;
+        std::uint32_t timings_to_probe = 0;
+        timed_switch lines; // options::line_stores::adaptive: to direct stores
     };
     // A message arriving in chunks: straight into its receive, or staged.
     struct partial {
@@ -1153,16 +1157,22 @@ bool endpoint::has_space(int dest) {
 
 // options::stores::adaptive: cells shorter than this are not timed (the two
 // kinds of stores cost alike there), and of longer ones one in
-// cells_per_timing (reading the clock twice costs ~50 ns here, 7 % of an
-// 8 KiB all_to_all). Two timed cells in a row written at fewer bytes per ns
-// than slow_cell_bytes_per_ns mean that the receiver's core holds the lines
-// far away, and so many cells then go by streaming stores before timing
-// starts again. Here cells took 8-64 bytes per ns in the quick mode (a few
-// in a thousand below 4: a preempted copy), 1-4 in the slow one (nineteenth
-// session): one slow cell alone would stream a sixth of a quick-mode reduce.
+// cells_per_timing, each until its stores are done (a full fence). Of the
+// timed cells one in timings_per_probe is written by streaming stores
+// instead, a probe of the other way to the same receiver under the same
+// conditions; an ordinary cell is slow where it took streaming_faster_by
+// times as long per byte as the last probe, and two slow in a row switch so
+// many cells to streaming stores before timing starts again. The margin is
+// for the receiver, which reads streamed lines from memory rather than from
+// the sender's cache. Measured on this machine's slow mode (a line ~320 ns
+// there and back; thirty-eighth session): 8 KiB cells took 1.2-1.5 us with
+// ordinary stores and 0.37 streamed. The fixed threshold before (slow below
+// 4 bytes per ns, from an older machine's 1-4 in its slow mode and 8-64 in
+// its quick one) never switched there, where ordinary cells ran at 3-7.
 constexpr std::size_t timed_cell_bytes = 4096;
 constexpr std::uint8_t cells_per_timing = 4;
-constexpr std::size_t slow_cell_bytes_per_ns = 4;
+constexpr std::uint32_t timings_per_probe = 16;
+constexpr double streaming_faster_by = 2;
 constexpr std::uint32_t streamed_cells_between_timings = 1024;
 
 void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
@@ -1183,11 +1193,27 @@ void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
         copy_bytes(to, from, bytes);
         return;
     }
+    const bool probe = o.timings_to_probe-- == 0;
     const auto start = std::chrono::steady_clock::now();
-    copy_bytes(to, from, bytes);
-    const bool slow = std::chrono::steady_clock::now() - start >
-                      std::chrono::nanoseconds(bytes / slow_cell_bytes_per_ns);
-    o.cells.timed(slow, cells_per_timing, streamed_cells_between_timings);
+    if (probe) {
+        copy_bytes_streaming(to, from, bytes); // fenced
+        ++counters_.streamed_cells;
+    } else {
+        copy_bytes(to, from, bytes);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    const double ns_per_byte =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        static_cast<double>(bytes);
+    if (probe) {
+        o.streamed_ns_per_byte = ns_per_byte;
+        o.timings_to_probe = timings_per_probe - 1;
+        o.cells.until_timing = cells_per_timing - 1;
+        return;
+    }
+    o.cells.timed(o.streamed_ns_per_byte > 0 &&
+                      ns_per_byte > streaming_faster_by * o.streamed_ns_per_byte,
+                  cells_per_timing, streamed_cells_between_timings);
 }
 
 void endpoint::write_cell(int dest, const cell_header& h, const std::byte* payload) {

@@ -137,10 +137,13 @@ struct options {
     // (copy_bytes_streaming), 3-4 times as quick from 16 KiB where a line
     // takes ~250 ns (this machine's slow mode; two sockets), up to a quarter
     // slower at 16-32 KiB where lines move quickly. `adaptive`: ordinary
-    // stores, one cell in four of at least 4 KiB timed; two timed cells in a
-    // row written slower than 4 bytes per ns switch that receiver's cells to
-    // streaming stores for the next 1024, after which timing starts again
-    // (docs/performance.md, nineteenth session).
+    // stores, one cell in four of at least 4 KiB timed, and one timed cell in
+    // 16 written by streaming stores instead, a probe; two timed cells in a
+    // row that took more than twice as long per byte as the last probe
+    // switch that receiver's cells to streaming stores for the next 1024,
+    // after which timing starts again (docs/performance.md, nineteenth and
+    // thirty-eighth sessions; the 2-rank 16-128 KiB calls took 0.53-0.67 of
+    // the time in this machine's slow mode, the 1 MiB all_reduce 0.47).
     // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
     enum class stores { adaptive, cached, streaming };
     stores cell_stores = stores::adaptive;
