@@ -1164,15 +1164,19 @@ bool endpoint::has_space(int dest) {
 // times as long per byte as the last probe, and two slow in a row switch so
 // many cells to streaming stores before timing starts again. The margin is
 // for the receiver, which reads streamed lines from memory rather than from
-// the sender's cache. Measured on this machine's slow mode (a line ~320 ns
-// there and back; thirty-eighth session): 8 KiB cells took 1.2-1.5 us with
-// ordinary stores and 0.37 streamed. The fixed threshold before (slow below
+// the sender's cache. Measured here (thirty-eighth session), ns per byte:
+// in the slow mode (a line ~320 ns there and back) ordinary 0.15-0.25,
+// streamed 0.045, and streaming made the 16-128 KiB calls 1.6-2 times as
+// quick; in the quick mode (~80 ns) ordinary 0.029-0.042, streamed
+// 0.015-0.022, and streaming made them 1.3-1.9 times as slow. A margin of
+// 2 switched in the quick mode too. The fixed threshold before (slow below
 // 4 bytes per ns, from an older machine's 1-4 in its slow mode and 8-64 in
-// its quick one) never switched there, where ordinary cells ran at 3-7.
+// its quick one) never switched here, where ordinary cells ran at 5-7 in
+// the slow mode.
 constexpr std::size_t timed_cell_bytes = 4096;
 constexpr std::uint8_t cells_per_timing = 4;
 constexpr std::uint32_t timings_per_probe = 16;
-constexpr double streaming_faster_by = 2;
+constexpr double streaming_faster_by = 3;
 constexpr std::uint32_t streamed_cells_between_timings = 1024;
 
 void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,

@@ -139,7 +139,7 @@ struct options {
     // slower at 16-32 KiB where lines move quickly. `adaptive`: ordinary
     // stores, one cell in four of at least 4 KiB timed, and one timed cell in
     // 16 written by streaming stores instead, a probe; two timed cells in a
-    // row that took more than twice as long per byte as the last probe
+    // row that took more than three times as long per byte as the last probe
     // switch that receiver's cells to streaming stores for the next 1024,
     // after which timing starts again (docs/performance.md, nineteenth and
     // thirty-eighth sessions; the 2-rank 16-128 KiB calls took 0.53-0.67 of
