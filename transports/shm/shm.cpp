@@ -1169,14 +1169,17 @@ bool endpoint::has_space(int dest) {
 // streamed 0.045, and streaming made the 16-128 KiB calls 1.6-2 times as
 // quick; in the quick mode (~80 ns) ordinary 0.029-0.042, streamed
 // 0.015-0.022, and streaming made them 1.3-1.9 times as slow. A margin of
-// 2 switched in the quick mode too. The fixed threshold before (slow below
-// 4 bytes per ns, from an older machine's 1-4 in its slow mode and 8-64 in
-// its quick one) never switched here, where ordinary cells ran at 5-7 in
-// the slow mode.
+// 2 switched in the quick mode too, and so did 3 now and then (the 4-32
+// KiB reduce and all_reduce 1.5-1.7 times as slow there). So a cell is slow
+// only where it also took more than slow_cell_ns_per_byte: 2.4 times the
+// quick mode's slowest tenth, two thirds of the slow mode's quickest. The
+// fixed threshold before (0.25 ns per byte, from an older machine's 0.25-1
+// in its slow mode and 0.016-0.125 in its quick one) never switched here.
 constexpr std::size_t timed_cell_bytes = 4096;
 constexpr std::uint8_t cells_per_timing = 4;
 constexpr std::uint32_t timings_per_probe = 16;
 constexpr double streaming_faster_by = 3;
+constexpr double slow_cell_ns_per_byte = 0.1;
 constexpr std::uint32_t streamed_cells_between_timings = 1024;
 
 void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
@@ -1215,7 +1218,7 @@ void endpoint::copy_into_cell(peer_out& o, std::byte* to, const std::byte* from,
         o.cells.until_timing = cells_per_timing - 1;
         return;
     }
-    o.cells.timed(o.streamed_ns_per_byte > 0 &&
+    o.cells.timed(o.streamed_ns_per_byte > 0 && ns_per_byte > slow_cell_ns_per_byte &&
                       ns_per_byte > streaming_faster_by * o.streamed_ns_per_byte,
                   cells_per_timing, streamed_cells_between_timings);
 }

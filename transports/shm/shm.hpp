@@ -139,11 +139,12 @@ struct options {
     // slower at 16-32 KiB where lines move quickly. `adaptive`: ordinary
     // stores, one cell in four of at least 4 KiB timed, and one timed cell in
     // 16 written by streaming stores instead, a probe; two timed cells in a
-    // row that took more than three times as long per byte as the last probe
-    // switch that receiver's cells to streaming stores for the next 1024,
-    // after which timing starts again (docs/performance.md, nineteenth and
-    // thirty-eighth sessions; the 2-rank 16-128 KiB calls took 0.53-0.67 of
-    // the time in this machine's slow mode, the 1 MiB all_reduce 0.47).
+    // row that took more than three times as long per byte as the last probe,
+    // and more than 0.1 ns per byte, switch that receiver's cells to
+    // streaming stores for the next 1024, after which timing starts again
+    // (docs/performance.md, nineteenth and thirty-eighth sessions; the 2-rank
+    // 16-128 KiB calls took 0.5-0.8 of the time in this machine's slow mode,
+    // the 1 MiB all_reduce 0.42-0.47, and level in its quick mode).
     // TUTTI_SHM_CELL_STORES=adaptive|cached|streaming.
     enum class stores { adaptive, cached, streaming };
     stores cell_stores = stores::adaptive;
