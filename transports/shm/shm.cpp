@@ -1979,6 +1979,10 @@ std::optional<std::size_t> size_from_environment(const char* name) {
                     fmt::format("{}='{}' is not a byte count (digits, optionally followed by K, "
                                 "M or G)",
                                 name, value));
+    // A count that wrapped would be taken as a small one, silently.
+    if (n > std::numeric_limits<std::size_t>::max() / scale)
+        throw error(errc::invalid_argument,
+                    fmt::format("{}='{}' is more bytes than a size_t can count", name, value));
     return static_cast<std::size_t>(n) * scale;
 }
 

@@ -1450,6 +1450,28 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.prefetch_bytes == 1024);
     ::unsetenv("TUTTI_SHM_PREFETCH_BYTES");
+    // Every byte count refuses what is not one, naming its variable: a
+    // negative or wrapped count would otherwise pass as a huge or tiny one.
+    for (const char* variable :
+         {"TUTTI_SHM_CELL_BYTES", "TUTTI_SHM_RING_DEPTH", "TUTTI_SHM_CMA_THRESHOLD",
+          "TUTTI_SHM_CMA_THRESHOLD_AT_END", "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE",
+          "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS", "TUTTI_SHM_MAPPED_THRESHOLD",
+          "TUTTI_SHM_SHARED_COPY_CHUNK", "TUTTI_SHM_PIPELINE_PIECE", "TUTTI_SHM_PREFETCH_BYTES"}) {
+        for (const char* bad : {"lots", "-1", "4X", "1KB", "17179869184G"}) {
+            CAPTURE(variable);
+            CAPTURE(bad);
+            ::setenv(variable, bad, 1);
+            try {
+                shm::apply_environment(opts);
+                FAIL("a value that is not a byte count was accepted");
+            } catch (const tutti::error& e) {
+                CHECK(e.code() == errc::invalid_argument);
+                CHECK(std::string(e.what()).find(fmt::format("{}='{}'", variable, bad)) !=
+                      std::string::npos);
+            }
+            ::unsetenv(variable);
+        }
+    }
     ::setenv("TUTTI_SHM_CELL_STORES", "streaming", 1);
     shm::apply_environment(opts);
     CHECK(opts.cell_stores == shm::options::stores::streaming);
