@@ -671,7 +671,8 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         opts_.cma_threshold_exchange =
             share_copies_ ? std::min(opts_.cma_threshold, 2 * small_shared_copy_chunk)
                           : opts_.cma_threshold;
-    if (opts_.cma_threshold_exchange_between_steps == 0)
+    const bool between_steps_given = opts_.cma_threshold_exchange_between_steps != 0;
+    if (!between_steps_given)
         opts_.cma_threshold_exchange_between_steps =
             share_copies_ ? std::max(opts_.cma_threshold, exchange_between_steps_cells_below)
                           : opts_.cma_threshold;
@@ -693,6 +694,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         if (base_) munmap(base_, mapped_bytes_);
         throw;
     }
+    // Known only now that the ranks agreed on line_ns.
+    if (!between_steps_given && share_copies_ && opts_.exchange_cells_far_line_ns &&
+        line_ns_ > opts_.exchange_cells_far_line_ns && opts_.cell_stores != options::stores::cached)
+        opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
     for (int r = 0; r < size_; ++r) {
         out_[static_cast<std::size_t>(r)].ring = ring(rank_, r);
         in_[static_cast<std::size_t>(r)].ring = ring(r, rank_);
@@ -2037,6 +2042,8 @@ void apply_environment(options& opts) {
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
         opts.shared_copy_far_line_ns = *ns;
+    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS"))
+        opts.exchange_cells_far_line_ns = *ns;
     using stores = options::stores;
     if (auto kind = kind_from_environment<stores>("TUTTI_SHM_CELL_STORES",
                                                   {{"adaptive", stores::adaptive},

@@ -501,7 +501,11 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
           "exchange has its own thresholds") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
-        auto t = shm::create_transport(boot, io);
+        // Lines near, whatever this machine's mode: far, exchanges between
+        // steps stay in the cells (tested on their own).
+        shm::options opts;
+        opts.line_ns = 110;
+        auto t = shm::create_transport(boot, io, opts);
         if (!t->cma_to(1 - t->rank())) {
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
             return;
@@ -759,6 +763,49 @@ TEST_CASE("shm: where lines travel far, a receive combined at once is copied by 
                        "the broadcast: {} shared copies, {} alone",
                        broadcast_too.copies_shared - reduced.copies_shared,
                        broadcast_too.copies_alone_far);
+        });
+    }
+}
+
+TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cells") {
+    // A 2-rank Rabenseifner all_reduce of 2 MiB: each rank sends 1 MiB in the
+    // halving exchange and 1 MiB in the doubling one, both exchanges whose
+    // send the next step waits for. Near (110 ns) they go by single copy
+    // (from 1 MiB); far (450 ns) through the cells. Given explicitly, the
+    // threshold holds either way.
+    struct setting {
+        std::uint32_t line_ns;
+        std::size_t between_steps; // 0: the default
+        bool by_cells;
+    };
+    for (const auto s : {setting{110, 0, false}, setting{450, 0, true},
+                         setting{450, std::size_t{1} << 20, false}}) {
+        CAPTURE(s.line_ns);
+        CAPTURE(s.between_steps);
+        run_job_and_check(2, [s](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.line_ns = s.line_ns;
+            opts.cma_threshold_exchange_between_steps = s.between_steps;
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            constexpr std::size_t count = 256 * 1024; // 2 MiB of int64
+            std::vector<std::int64_t> send(count), recv(count, -1);
+            for (std::size_t i = 0; i < count; ++i)
+                send[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1) + comm.rank();
+            drive(*t, io, all_reduce(comm, send, recv, sum, use("rabenseifner")));
+            for (std::size_t i = 0; i < count; ++i)
+                if (recv[i] != static_cast<std::int64_t>(3 * i + 1))
+                    throw std::runtime_error(
+                        fmt::format("element {} is {}, not {}", i, recv[i], 3 * i + 1));
+            const auto c = t->counters();
+            if (!t->cma_to(1 - comm.rank()) || ranks_outnumber_cores(2)) {
+                fmt::print(stderr, "no core for each rank, or no process_vm_readv: "
+                                   "the exchanges' thresholds are not the ones tested\n");
+                return;
+            }
+            expect(s.by_cells ? c.cma == 0 && c.chunked == 2 : c.cma == 2,
+                   "{} exchanges by single copy, {} through the cells", c.cma, c.chunked);
         });
     }
 }
@@ -1508,7 +1555,12 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.shared_copy_far_line_ns == 400);
     ::unsetenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS");
-    for (const char* variable : {"TUTTI_SHM_LINE_NS", "TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"}) {
+    ::setenv("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS", "0", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.exchange_cells_far_line_ns == 0);
+    ::unsetenv("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS");
+    for (const char* variable : {"TUTTI_SHM_LINE_NS", "TUTTI_SHM_SHARED_COPY_FAR_LINE_NS",
+                                 "TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS"}) {
         for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
             CAPTURE(variable);
             CAPTURE(bad);
@@ -1520,6 +1572,7 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
                 CHECK(std::string_view(bad).empty());
                 CHECK_FALSE(opts.line_ns.has_value());
                 CHECK(opts.shared_copy_far_line_ns == shm::options{}.shared_copy_far_line_ns);
+                CHECK(opts.exchange_cells_far_line_ns == shm::options{}.exchange_cells_far_line_ns);
             } catch (const tutti::error& e) {
                 CHECK(e.code() == errc::invalid_argument);
                 CHECK(std::string(e.what()).find(fmt::format("{}='{}'", variable, bad)) !=
