@@ -715,6 +715,21 @@ TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") 
     });
 }
 
+// Rank r's addend in the 2-rank sums below: element i is i * (r + 1) + r,
+// so the sum over both ranks is 3i + 1, exact and different everywhere.
+std::vector<std::int64_t> two_rank_addend(std::size_t count, int rank) {
+    std::vector<std::int64_t> v(count);
+    for (std::size_t i = 0; i < count; ++i)
+        v[i] = static_cast<std::int64_t>(i) * (rank + 1) + rank;
+    return v;
+}
+
+void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
+    for (std::size_t i = 0; i < sum.size(); ++i)
+        if (sum[i] != static_cast<std::int64_t>(3 * i + 1))
+            throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
+}
+
 TEST_CASE("shm: where lines travel far, a receive combined at once is copied by its receiver "
           "alone") {
     // A 2-rank binomial reduce to rank 0: rank 1's 512 KiB go by single
@@ -730,15 +745,10 @@ TEST_CASE("shm: where lines travel far, a receive combined at once is copied by 
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
-            std::vector<std::int64_t> send(count), recv(count, -1);
-            for (std::size_t i = 0; i < count; ++i)
-                send[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1) + comm.rank();
+            const auto send = two_rank_addend(count, comm.rank());
+            std::vector<std::int64_t> recv(count, -1);
             drive(*t, io, reduce(comm, send, recv, sum, root(0), use("binomial")));
-            if (comm.rank() == 0)
-                for (std::size_t i = 0; i < count; ++i)
-                    if (recv[i] != static_cast<std::int64_t>(3 * i + 1))
-                        throw std::runtime_error(
-                            fmt::format("element {} is {}, not {}", i, recv[i], 3 * i + 1));
+            if (comm.rank() == 0) expect_two_rank_sum(recv);
             const auto reduced = t->counters();
             std::vector<std::int64_t> bytes(count, comm.rank() == 0 ? 7 : 0);
             drive(*t, io, broadcast(comm, bytes, root(0), use("binomial")));
@@ -790,14 +800,10 @@ TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cell
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 256 * 1024; // 2 MiB of int64
-            std::vector<std::int64_t> send(count), recv(count, -1);
-            for (std::size_t i = 0; i < count; ++i)
-                send[i] = static_cast<std::int64_t>(i) * (comm.rank() + 1) + comm.rank();
+            const auto send = two_rank_addend(count, comm.rank());
+            std::vector<std::int64_t> recv(count, -1);
             drive(*t, io, all_reduce(comm, send, recv, sum, use("rabenseifner")));
-            for (std::size_t i = 0; i < count; ++i)
-                if (recv[i] != static_cast<std::int64_t>(3 * i + 1))
-                    throw std::runtime_error(
-                        fmt::format("element {} is {}, not {}", i, recv[i], 3 * i + 1));
+            expect_two_rank_sum(recv);
             const auto c = t->counters();
             if (!t->cma_to(1 - comm.rank()) || ranks_outnumber_cores(2)) {
                 fmt::print(stderr, "no core for each rank, or no process_vm_readv: "
