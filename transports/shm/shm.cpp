@@ -62,13 +62,23 @@ constexpr std::size_t exchange_between_steps_cells_below = 1024 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
-enum class cell_type : std::uint8_t { data, small, rendezvous, mapped, ack, nack, share };
+enum class cell_type : std::uint8_t {
+    data,
+    small,
+    rendezvous,
+    mapped,
+    ack,
+    nack,
+    share,
+    via_cells
+};
 
 // The head of every cell. A data cell carries bytes [offset, offset+length)
 // of a message of `total` bytes; a rendezvous cell says the message can be
 // read at address `offset` in the sender, and a mapped cell is a rendezvous
 // whose payload (a mapped_source) says which shared region holds the message,
-// for the receiver to map; ack and nack answer one by token; a share cell
+// for the receiver to map; ack and nack answer one by token, and so does
+// via_cells, which asks for that one message through the cells; a share cell
 // asks the sender of a single-copy message (by token) to help copy it: the
 // receive buffer's address in offset, the message's bytes in total, the chunk
 // bytes in length and the share slot in algorithm. A
@@ -647,6 +657,7 @@ private:
     bool asymmetric_fences_ = false; // every rank can use membarrier
     bool adaptive_lines_ = false;    // options::line_stores::adaptive, and it can choose direct
     std::uint32_t line_ns_ = 0;      // options::line_ns as agreed at setup
+    bool cells_where_far_ = false;   // options::cells_far_line_ns applies
 };
 
 endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
@@ -695,8 +706,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         throw;
     }
     // Known only now that the ranks agreed on line_ns.
-    if (!between_steps_given && share_copies_ && opts_.exchange_cells_far_line_ns &&
-        line_ns_ > opts_.exchange_cells_far_line_ns && opts_.cell_stores != options::stores::cached)
+    cells_where_far_ = share_copies_ && opts_.cells_far_line_ns &&
+                       line_ns_ > opts_.cells_far_line_ns &&
+                       opts_.cell_stores != options::stores::cached;
+    if (cells_where_far_ && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
     for (int r = 0; r < size_; ++r) {
         out_[static_cast<std::size_t>(r)].ring = ring(rank_, r);
@@ -1379,6 +1392,7 @@ std::size_t endpoint::drain(int src) {
             break;
         case cell_type::ack:
         case cell_type::nack:
+        case cell_type::via_cells:
             handle_answer(src, h);
             break;
         case cell_type::share:
@@ -1666,6 +1680,15 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     if (failed_) return true;
     auto claimed = mailbox_.claim(r.header);
     if (!claimed && !stage) return false;
+    // Combined at once where lines travel far, the receiver would read it
+    // alone (copy_in); through streaming cells its sender copies too, and
+    // the receiver combines from lines it has just copied.
+    if (claimed && claimed->combined_at_once && cells_where_far_ && !r.region) {
+        ++counters_.combined_via_cells;
+        reserved_.push_back({r.source, r.header.key, *claimed});
+        queue_control(r.source, cell_type::via_cells, r.token);
+        return true;
+    }
     std::optional<scratch_block> staging;
     const auto into = mailbox::landing(claimed, r.header.bytes, staging);
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
@@ -1701,10 +1724,13 @@ void endpoint::handle_answer(int src, const cell_header& h) {
         s.done->complete();
         return;
     }
-    debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src, rank_);
-    cma_to_[static_cast<std::size_t>(dest)] = 0;
-    note_single_copy();
-    map_to_[static_cast<std::size_t>(dest)] = 0;
+    if (h.type == cell_type::nack) {
+        debug("rank {} cannot read our memory; rank {} sends to it in chunks from now on", src,
+              rank_);
+        cma_to_[static_cast<std::size_t>(dest)] = 0;
+        note_single_copy();
+        map_to_[static_cast<std::size_t>(dest)] = 0;
+    }
     s.cma = false;
     s.region.reset();
     s.offset = 0;
@@ -2042,8 +2068,8 @@ void apply_environment(options& opts) {
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
         opts.shared_copy_far_line_ns = *ns;
-    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS"))
-        opts.exchange_cells_far_line_ns = *ns;
+    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_CELLS_FAR_LINE_NS"))
+        opts.cells_far_line_ns = *ns;
     using stores = options::stores;
     if (auto kind = kind_from_environment<stores>("TUTTI_SHM_CELL_STORES",
                                                   {{"adaptive", stores::adaptive},

@@ -66,7 +66,7 @@ struct options {
     // the 2-rank all_reduce of 128 KiB took 26.6 us instead of 19.7, of
     // 512 KiB 72.9 instead of 47.0, while from 1 MiB messages single copy
     // is ahead again (docs/performance.md, sixteenth session); where lines
-    // travel far, no size (exchange_cells_far_line_ns).
+    // travel far, no size (cells_far_line_ns).
     std::size_t cma_threshold_exchange_between_steps = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
@@ -108,17 +108,23 @@ struct options {
     // against 59). 0: such messages are shared like any other.
     // TUTTI_SHM_SHARED_COPY_FAR_LINE_NS=N.
     std::uint32_t shared_copy_far_line_ns = 250;
-    // Where a line takes longer than this there and back (line_ns), an
-    // exchange whose send a later step of the call waits for stays in the
-    // cells at every size, unless cma_threshold_exchange_between_steps is
-    // given: there the cells' stores stream past the caches
-    // (cell_stores adaptive or streaming), and their two copies, overlapped,
-    // beat the receiver's process_vm_readv (2 ranks in this machine's slow
-    // mode, Rabenseifner's all_reduce of 2-16 MiB: 0.58-0.70 of the time;
-    // docs/performance.md, thirty-ninth session). Not where ranks share
+    // Where a line takes longer than this there and back (line_ns), two
+    // kinds of message stay in the cells at every size, since the cells'
+    // stores stream past the caches there (cell_stores adaptive or
+    // streaming) and their two copies, overlapped, beat the receiver's
+    // process_vm_readv:
+    // - an exchange whose send a later step of the call waits for, unless
+    //   cma_threshold_exchange_between_steps is given (2 ranks in this
+    //   machine's slow mode, Rabenseifner's all_reduce of 2-16 MiB: 0.52-0.59
+    //   of the time);
+    // - a message its receiver combines at once (irecv_combined_at_once),
+    //   which shared_copy_far_line_ns would have it copy alone: its receiver
+    //   answers the sender's offer of a single copy by asking for the cells
+    //   (the 2-rank scan of 1-16 MiB, a chain: 0.50-0.80).
+    // docs/performance.md, thirty-ninth session. Not where ranks share
     // cores, nor with cached cell stores. 0: off.
-    // TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS=N.
-    std::uint32_t exchange_cells_far_line_ns = 250;
+    // TUTTI_SHM_CELLS_FAR_LINE_NS=N.
+    std::uint32_t cells_far_line_ns = 250;
     // Where each rank has a core, a message through the cells of more than
     // one cell's payload and at most four, which its sender is not
     // exchanging with its receiver (no receive of the same call from the
@@ -202,7 +208,7 @@ struct options {
 // TUTTI_SHM_PREFETCH_BYTES, each a byte count
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
 // streaming), TUTTI_SHM_LINE_NS, TUTTI_SHM_SHARED_COPY_FAR_LINE_NS and
-// TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS (nanoseconds, digits only). Every
+// TUTTI_SHM_CELLS_FAR_LINE_NS (nanoseconds, digits only). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
 // tutti::error.
@@ -218,7 +224,8 @@ struct counters {
     std::uint64_t regions_mapped = 0;   // peers' shared regions this rank mapped
     std::uint64_t copies_shared = 0;    // single-copy receives whose sender was asked to help
     std::uint64_t copies_alone_far = 0; // would have been shared, but combined at once (far lines)
-    std::uint64_t chunks_helped = 0;    // chunks this rank wrote into its receivers' buffers
+    std::uint64_t combined_via_cells = 0; // offered a single copy, asked for the cells (far lines)
+    std::uint64_t chunks_helped = 0;      // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
     std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)

@@ -730,18 +730,29 @@ void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
             throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
 }
 
-TEST_CASE("shm: where lines travel far, a receive combined at once is copied by its receiver "
-          "alone") {
-    // A 2-rank binomial reduce to rank 0: rank 1's 512 KiB go by single
-    // copy (sent awaited at the end), into scratch that rank 0 combines at
-    // once. Near (110 ns) rank 1 helps with that copy; far (450 ns) it does
-    // not. A broadcast's receive is kept, not combined: shared either way.
-    for (std::uint32_t line_ns : {110u, 450u}) {
-        CAPTURE(line_ns);
-        run_job_and_check(2, [line_ns](fork_bootstrap& boot) {
+TEST_CASE("shm: where lines travel far, a receive combined at once comes through the cells, or "
+          "is copied by its receiver alone") {
+    // A 2-rank binomial reduce to rank 0: rank 1's 512 KiB are offered for a
+    // single copy (sent awaited at the end), into scratch that rank 0
+    // combines at once. Near (110 ns) rank 1 helps with that copy; far (450
+    // ns) rank 0 asks for the cells instead, or, with cells_far_line_ns off,
+    // copies it alone. A broadcast's receive is kept, not combined: shared
+    // either way.
+    struct setting {
+        std::uint32_t line_ns;
+        std::uint32_t cells_far_line_ns;
+        std::uint64_t shared, alone, via_cells; // rank 0's reduce
+    };
+    const std::uint32_t cells_far = shm::options{}.cells_far_line_ns;
+    for (const auto s : {setting{110, cells_far, 1, 0, 0}, setting{450, cells_far, 0, 0, 1},
+                         setting{450, 0, 0, 1, 0}}) {
+        CAPTURE(s.line_ns);
+        CAPTURE(s.cells_far_line_ns);
+        run_job_and_check(2, [s](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
-            opts.line_ns = line_ns;
+            opts.line_ns = s.line_ns;
+            opts.cells_far_line_ns = s.cells_far_line_ns;
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
@@ -757,22 +768,27 @@ TEST_CASE("shm: where lines travel far, a receive combined at once is copied by 
             const auto broadcast_too = t->counters();
             if (!t->cma_to(1 - comm.rank()) || ranks_outnumber_cores(2)) {
                 fmt::print(stderr, "no core for each rank, or no process_vm_readv: copies alone\n");
-                expect(broadcast_too.copies_shared == 0 && broadcast_too.copies_alone_far == 0,
-                       "a copy shared or counted alone where none is shared");
+                expect(broadcast_too.copies_shared == 0 && broadcast_too.copies_alone_far == 0 &&
+                           broadcast_too.combined_via_cells == 0,
+                       "a copy shared, counted alone or asked through the cells where none is "
+                       "shared");
                 return;
             }
-            const bool far = line_ns > opts.shared_copy_far_line_ns;
             if (comm.rank() == 0)
-                expect(reduced.copies_shared == (far ? 0u : 1u) &&
-                           reduced.copies_alone_far == (far ? 1u : 0u),
-                       "the reduce: {} shared copies, {} alone", reduced.copies_shared,
-                       reduced.copies_alone_far);
+                expect(reduced.copies_shared == s.shared && reduced.copies_alone_far == s.alone &&
+                           reduced.combined_via_cells == s.via_cells,
+                       "the reduce: {} shared copies, {} alone, {} through the cells",
+                       reduced.copies_shared, reduced.copies_alone_far, reduced.combined_via_cells);
             else
                 expect(broadcast_too.copies_shared == reduced.copies_shared + 1 &&
-                           broadcast_too.copies_alone_far == 0,
-                       "the broadcast: {} shared copies, {} alone",
+                           broadcast_too.copies_alone_far == 0 &&
+                           broadcast_too.combined_via_cells == 0 &&
+                           reduced.cma == (s.via_cells ? 0u : 1u),
+                       "the broadcast: {} shared copies, {} alone, {} through the cells; the "
+                       "reduce's {} single copies",
                        broadcast_too.copies_shared - reduced.copies_shared,
-                       broadcast_too.copies_alone_far);
+                       broadcast_too.copies_alone_far, broadcast_too.combined_via_cells,
+                       reduced.cma);
         });
     }
 }
@@ -1561,12 +1577,12 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.shared_copy_far_line_ns == 400);
     ::unsetenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS");
-    ::setenv("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS", "0", 1);
+    ::setenv("TUTTI_SHM_CELLS_FAR_LINE_NS", "0", 1);
     shm::apply_environment(opts);
-    CHECK(opts.exchange_cells_far_line_ns == 0);
-    ::unsetenv("TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS");
+    CHECK(opts.cells_far_line_ns == 0);
+    ::unsetenv("TUTTI_SHM_CELLS_FAR_LINE_NS");
     for (const char* variable : {"TUTTI_SHM_LINE_NS", "TUTTI_SHM_SHARED_COPY_FAR_LINE_NS",
-                                 "TUTTI_SHM_EXCHANGE_CELLS_FAR_LINE_NS"}) {
+                                 "TUTTI_SHM_CELLS_FAR_LINE_NS"}) {
         for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
             CAPTURE(variable);
             CAPTURE(bad);
@@ -1578,7 +1594,7 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
                 CHECK(std::string_view(bad).empty());
                 CHECK_FALSE(opts.line_ns.has_value());
                 CHECK(opts.shared_copy_far_line_ns == shm::options{}.shared_copy_far_line_ns);
-                CHECK(opts.exchange_cells_far_line_ns == shm::options{}.exchange_cells_far_line_ns);
+                CHECK(opts.cells_far_line_ns == shm::options{}.cells_far_line_ns);
             } catch (const tutti::error& e) {
                 CHECK(e.code() == errc::invalid_argument);
                 CHECK(std::string(e.what()).find(fmt::format("{}='{}'", variable, bad)) !=
