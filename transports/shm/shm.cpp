@@ -728,7 +728,11 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                   cma_to(r) ? fmt::format(
                                   "from {} bytes ({} in exchanges; {} for sends "
                                   "awaited at the end, {} in exchanges)",
-                                  opts_.cma_threshold, opts_.cma_threshold_exchange_between_steps,
+                                  opts_.cma_threshold,
+                                  cells_where_far_ && opts_.cma_threshold_exchange_between_steps ==
+                                                          std::numeric_limits<std::size_t>::max()
+                                      ? std::string("never")
+                                      : std::to_string(opts_.cma_threshold_exchange_between_steps),
                                   opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange)
                             : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
