@@ -105,7 +105,8 @@ struct options {
     // sender's cache, and the receiver's combining then fetches them line by
     // line (2 ranks, binomial reduce of 512 KiB in this machine's slow mode:
     // 86.8 us shared, 61.4 alone; in the quick mode sharing stays ahead, 55
-    // against 59). 0: such messages are shared like any other.
+    // against 59). 0: such messages are shared like any other. Where
+    // cells_far_line_ns applies, they come through the cells instead.
     // TUTTI_SHM_SHARED_COPY_FAR_LINE_NS=N.
     std::uint32_t shared_copy_far_line_ns = 250;
     // Where a line takes longer than this there and back (line_ns), two
@@ -120,7 +121,8 @@ struct options {
     // - a message its receiver combines at once (irecv_combined_at_once),
     //   which shared_copy_far_line_ns would have it copy alone: its receiver
     //   answers the sender's offer of a single copy by asking for the cells
-    //   (the 2-rank scan of 1-16 MiB, a chain: 0.50-0.80).
+    //   (the 2-rank scan of 256 KiB, 4 and 16 MiB: 0.80, 0.89 and 0.65; the
+    //   binomial reduce of 512 KiB: 0.76).
     // docs/performance.md, thirty-ninth session. Not where ranks share
     // cores, nor with cached cell stores. 0: off.
     // TUTTI_SHM_CELLS_FAR_LINE_NS=N.
