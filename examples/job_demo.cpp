@@ -419,7 +419,7 @@ tutti::task<void> demo(tutti::communicator world, const tutti::job& job, bool ti
 
     // Which paths the messages took, over every rank.
     const auto c = job.shared_memory().counters();
-    std::vector<std::uint64_t> paths{c.eager,  c.chunked,       c.cma,
+    std::vector<std::uint64_t> paths{c.eager,  c.chunked,       c.combined_via_cells, c.cma,
                                      c.staged, c.copies_shared, c.copies_alone_far},
         total(paths.size());
     co_await tutti::all_reduce(world, paths, total, tutti::sum);
@@ -427,10 +427,12 @@ tutti::task<void> demo(tutti::communicator world, const tutti::job& job, bool ti
     co_await tutti::all_reduce(world, failed, all_failed, tutti::sum);
     failures = all_failed[0];
     if (world.rank() == 0) {
-        fmt::print("\nmessages, all ranks: {} in one cell, {} in chunks of cells, {} by single "
-                   "copy ({} of them staged, {} copied by both ends, {} by the receiver alone "
-                   "because it combines them at once and the cores are far apart)\n",
-                   total[0], total[1], total[2], total[3], total[4], total[5]);
+        fmt::print("\nmessages, all ranks: {} in one cell, {} in chunks of cells ({} of them "
+                   "asked for by a receiver that combines them at once, the cores being far "
+                   "apart), {} by single copy ({} of them staged, {} copied by both ends, {} by "
+                   "the receiver alone because it combines them at once and the cores are far "
+                   "apart)\n",
+                   total[0], total[1], total[2], total[3], total[4], total[5], total[6]);
         if (failures == 0)
             fmt::print("every check passed\n");
         else
