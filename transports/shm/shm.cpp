@@ -729,8 +729,8 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                                   "from {} bytes ({} in exchanges; {} for sends "
                                   "awaited at the end, {} in exchanges)",
                                   opts_.cma_threshold,
-                                  cells_where_far_ && opts_.cma_threshold_exchange_between_steps ==
-                                                          std::numeric_limits<std::size_t>::max()
+                                  opts_.cma_threshold_exchange_between_steps ==
+                                          std::numeric_limits<std::size_t>::max()
                                       ? std::string("never")
                                       : std::to_string(opts_.cma_threshold_exchange_between_steps),
                                   opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange)
