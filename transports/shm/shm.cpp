@@ -658,6 +658,9 @@ private:
     bool adaptive_lines_ = false;    // options::line_stores::adaptive, and it can choose direct
     std::uint32_t line_ns_ = 0;      // options::line_ns as agreed at setup
     bool cells_where_far_ = false;   // options::cells_far_line_ns applies
+    // Messages of this many bytes or more are not read by process_vm_readv
+    // (options::cells_far_threshold, where it applies).
+    std::size_t cells_from_ = std::numeric_limits<std::size_t>::max();
 };
 
 endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
@@ -711,6 +714,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                        opts_.cell_stores != options::stores::cached;
     if (cells_where_far_ && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
+    if (cells_where_far_ && opts_.cells_far_threshold) cells_from_ = opts_.cells_far_threshold;
     for (int r = 0; r < size_; ++r) {
         out_[static_cast<std::size_t>(r)].ring = ring(rank_, r);
         in_[static_cast<std::size_t>(r)].ring = ring(r, rank_);
@@ -721,20 +725,27 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
             fd = static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
         pidfds_.push_back({fd, POLLIN, 0});
     }
+    const auto limit = [](std::size_t bytes) {
+        return bytes == std::numeric_limits<std::size_t>::max() ? std::string("never")
+                                                                : std::to_string(bytes);
+    };
+    // Where lines travel far, cells_from_ may leave no size to single copy
+    // but out of a mapping.
+    const std::string by_readv =
+        cells_from_ <= single_copy_from_
+            ? "never by process_vm_readv (lines travel far: the cells from " +
+                  std::to_string(cells_from_) + " bytes)"
+            : fmt::format("from {} bytes ({} in exchanges; {} for sends awaited at the end, {} "
+                          "in exchanges){}",
+                          opts_.cma_threshold, limit(opts_.cma_threshold_exchange_between_steps),
+                          opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange,
+                          cells_from_ == std::numeric_limits<std::size_t>::max()
+                              ? std::string()
+                              : fmt::format(", the cells from {} bytes", cells_from_));
     for (int r = 0; r < size_; ++r)
         if (r != rank_)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
-                  rank_, r, geo_.cell_bytes, geo_.depth,
-                  cma_to(r) ? fmt::format(
-                                  "from {} bytes ({} in exchanges; {} for sends "
-                                  "awaited at the end, {} in exchanges)",
-                                  opts_.cma_threshold,
-                                  opts_.cma_threshold_exchange_between_steps ==
-                                          std::numeric_limits<std::size_t>::max()
-                                      ? std::string("never")
-                                      : std::to_string(opts_.cma_threshold_exchange_between_steps),
-                                  opts_.cma_threshold_awaited_at_end, opts_.cma_threshold_exchange)
-                            : "off",
+                  rank_, r, geo_.cell_bytes, geo_.depth, cma_to(r) ? by_readv : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
     debug("rank {}: a line takes {} between the ranks' cores; one-line messages by {}", rank_,
           line_ns_ ? fmt::format("{} ns", line_ns_) : std::string("an unknown time"),
@@ -1159,7 +1170,8 @@ request endpoint::send(int dest, const message_header& header, std::span<const s
     std::optional<shared_region_ref> region;
     if (data.size() >= opts_.mapped_threshold && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
-    const bool cma = !region && cma_to(dest) && data.size() >= cma_from;
+    const bool cma =
+        !region && cma_to(dest) && data.size() >= cma_from && data.size() < cells_from_;
     if (!cma && !region && write_now(dest, header, data)) return completed_request();
     auto done = make_request();
     const std::size_t piece =
@@ -2074,6 +2086,8 @@ void apply_environment(options& opts) {
         opts.shared_copy_far_line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_CELLS_FAR_LINE_NS"))
         opts.cells_far_line_ns = *ns;
+    if (auto v = size_from_environment("TUTTI_SHM_CELLS_FAR_THRESHOLD"))
+        opts.cells_far_threshold = *v;
     using stores = options::stores;
     if (auto kind = kind_from_environment<stores>("TUTTI_SHM_CELL_STORES",
                                                   {{"adaptive", stores::adaptive},

@@ -127,6 +127,26 @@ struct options {
     // cores, nor with cached cell stores. 0: off.
     // TUTTI_SHM_CELLS_FAR_LINE_NS=N.
     std::uint32_t cells_far_line_ns = 250;
+    // Where cells_far_line_ns applies, a message of at least this many bytes
+    // that is not copied out of a mapping (a private buffer) comes through
+    // the cells, not by process_vm_readv, whatever the thresholds above say:
+    // there both ends copy at once and the cells' stores stream, while
+    // process_vm_readv's receiver fetches every line its sender has just
+    // written out of the sender's cache, over the far line. 2 ranks in this
+    // machine's slow mode, where each rank writes its buffers before every
+    // call (tutti-bench --rewrite, as an application that has just produced
+    // its data), 256 KiB to 16 MiB: all_gather, all_to_all, broadcast,
+    // gather and scatter 0.40-0.84 of the time (the 4 MiB all_gather 1.02),
+    // the all_reduce of 256 KiB 0.69; the scan of 64 KiB took 1.14 times as
+    // long. One unchanged buffer sent again and again, its lines still in
+    // the receiver's cache from the call before, favours process_vm_readv:
+    // there the 4 MiB all_gather took 1.03-1.44 times as long (two runs),
+    // the 1 MiB scatter 1.09-1.25, while the broadcast and gather gained
+    // (0.51-0.90 from 1 MiB). A shared buffer is still copied out of the
+    // receiver's mapping, which took 0.36-0.74 of the cells' time at 2-8
+    // MiB. docs/performance.md, fortieth session. 0: off.
+    // TUTTI_SHM_CELLS_FAR_THRESHOLD=N[K|M|G].
+    std::size_t cells_far_threshold = 64 * 1024;
     // Where each rank has a core, a message through the cells of more than
     // one cell's payload and at most four, which its sender is not
     // exchanging with its receiver (no receive of the same call from the

@@ -390,6 +390,8 @@ TEST_CASE(
                 // receive of the call still posted (an exchange) is a race.
                 opts.cma_threshold_exchange = opts.cma_threshold;
                 opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
+                // Far lines would send the 64 MiB through the cells.
+                opts.cells_far_threshold = 0;
                 auto t = shm::create_transport(boot, io, opts);
                 const std::size_t cell = t->cell_bytes() - 64;
                 exchange_sizes(
@@ -477,6 +479,7 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
         opts.cma_threshold = 256 * 1024;
         opts.cma_threshold_awaited_at_end = 40000;
         opts.cma_threshold_exchange = opts.cma_threshold; // its own test below
+        opts.cells_far_threshold = 0; // far lines would send the 100,000 bytes through the cells
         auto t = shm::create_transport(boot, io, opts);
         if (!t->cma_to(1 - t->rank())) {
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
@@ -753,6 +756,7 @@ TEST_CASE("shm: where lines travel far, a receive combined at once comes through
             shm::options opts;
             opts.line_ns = s.line_ns;
             opts.cells_far_line_ns = s.cells_far_line_ns;
+            opts.cells_far_threshold = 0; // else no single copy is offered at all
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
@@ -813,6 +817,7 @@ TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cell
             shm::options opts;
             opts.line_ns = s.line_ns;
             opts.cma_threshold_exchange_between_steps = s.between_steps;
+            opts.cells_far_threshold = 0; // else the 1 MiB sends skip single copy anyway
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 256 * 1024; // 2 MiB of int64
@@ -832,6 +837,47 @@ TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cell
     }
 }
 
+TEST_CASE("shm: where lines travel far, messages from private buffers come through the cells") {
+    // Each rank sends the other 256 KiB and then 4 MiB, from private buffers
+    // and then from shared ones, awaited at the end (single copy from 64
+    // KiB, and no rule for exchanges between steps applies). Near (110 ns)
+    // both private ones go by single copy; far (450 ns) through the cells
+    // from cells_far_threshold up; shared buffers are copied out of the
+    // mapping either way.
+    struct setting {
+        std::uint32_t line_ns;
+        std::size_t cells_far_threshold;
+        std::uint64_t cma, chunked; // of the private pair
+    };
+    const std::size_t by_default = shm::options{}.cells_far_threshold;
+    for (const auto s : {setting{110, by_default, 2, 0}, setting{450, by_default, 0, 2},
+                         setting{450, std::size_t{1} << 20, 1, 1}, setting{450, 0, 2, 0}}) {
+        CAPTURE(s.line_ns);
+        CAPTURE(s.cells_far_threshold);
+        run_job_and_check(2, [s](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.line_ns = s.line_ns;
+            opts.cells_far_threshold = s.cells_far_threshold;
+            auto t = shm::create_transport(boot, io, opts);
+            const std::vector<std::size_t> sizes{256 * 1024, 4 * 1024 * 1024};
+            exchange_sizes(*t, io, sizes, false, true);
+            const auto c = t->counters();
+            exchange_sizes(*t, io, sizes, true, true);
+            const auto shared = t->counters();
+            expect(shared.mapped - c.mapped == 2, "{} shared buffers mapped, not 2",
+                   shared.mapped - c.mapped);
+            if (!t->cma_to(1 - t->rank()) || ranks_outnumber_cores(2)) {
+                fmt::print(stderr, "no core for each rank, or no process_vm_readv: "
+                                   "the far threshold does not apply\n");
+                return;
+            }
+            expect(c.cma == s.cma && c.chunked == s.chunked,
+                   "private buffers: {} by single copy, {} through the cells", c.cma, c.chunked);
+        });
+    }
+}
+
 TEST_CASE("shm: single copy refused at run time falls back to chunks, one direction only") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
@@ -841,6 +887,7 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
             shm::options opts;
             opts.cma_threshold_exchange = opts.cma_threshold; // as in the first test
             opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
+            opts.cells_far_threshold = 0;
             auto t = shm::create_transport(boot, io, opts);
             const int peer = 1 - t->rank();
             if (!t->cma_to(peer)) {
@@ -900,7 +947,9 @@ int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator
 TEST_CASE("shm: a large single-copy message is copied by its receiver and its sender together") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
-        auto t = shm::create_transport(boot, io);
+        shm::options opts;
+        opts.cells_far_threshold = 0; // far lines would send the 4 MiB through the cells
+        auto t = shm::create_transport(boot, io, opts);
         communicator comm(t);
         const int rounds = broadcast_until_helped(*t, io, comm, 200);
         const auto c = t->counters();
@@ -929,6 +978,7 @@ TEST_CASE("shm: a sender that cannot write into its receiver leaves the copy to 
             asio::io_context io;
             shm::options opts;
             if (off) opts.shared_copy_chunk = 0;
+            opts.cells_far_threshold = 0;
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             // The root's help fails from the first chunk it claims; the
@@ -1519,13 +1569,18 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.prefetch_bytes == 1024);
     ::unsetenv("TUTTI_SHM_PREFETCH_BYTES");
+    ::setenv("TUTTI_SHM_CELLS_FAR_THRESHOLD", "16M", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cells_far_threshold == 16 * 1024 * 1024);
+    ::unsetenv("TUTTI_SHM_CELLS_FAR_THRESHOLD");
     // Every byte count refuses what is not one, naming its variable: a
     // negative or wrapped count would otherwise pass as a huge or tiny one.
     for (const char* variable :
          {"TUTTI_SHM_CELL_BYTES", "TUTTI_SHM_RING_DEPTH", "TUTTI_SHM_CMA_THRESHOLD",
           "TUTTI_SHM_CMA_THRESHOLD_AT_END", "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE",
           "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS", "TUTTI_SHM_MAPPED_THRESHOLD",
-          "TUTTI_SHM_SHARED_COPY_CHUNK", "TUTTI_SHM_PIPELINE_PIECE", "TUTTI_SHM_PREFETCH_BYTES"}) {
+          "TUTTI_SHM_SHARED_COPY_CHUNK", "TUTTI_SHM_PIPELINE_PIECE", "TUTTI_SHM_PREFETCH_BYTES",
+          "TUTTI_SHM_CELLS_FAR_THRESHOLD"}) {
         for (const char* bad : {"lots", "-1", "4X", "1KB", "17179869184G"}) {
             CAPTURE(variable);
             CAPTURE(bad);
