@@ -409,9 +409,12 @@ tutti::task<void> demo(tutti::communicator world, const tutti::job& job, bool ti
                                                    : "tuttirun or environment variables",
                    job.launch().node());
         fmt::print("transport {}: {}-byte cells, {} per ring; single copy (cross-memory "
-                   "attach) to {} of {} peers\n",
+                   "attach) to {} of {} peers; process_vm_readv took {} of the cells' time "
+                   "at setup\n",
                    shm.name(), shm.cell_bytes(), shm.ring_depth(), single_copy_peers,
-                   world.size() - 1);
+                   world.size() - 1,
+                   shm.readv_percent() ? fmt::format("{} %", shm.readv_percent())
+                                       : std::string("an unknown share"));
         std::fflush(stdout);
     }
     co_await tour(world, failures);

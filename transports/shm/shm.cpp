@@ -158,7 +158,41 @@ struct rank_block {
     // Setup's line bounce (measure_line_ns): the pair being measured in the
     // high half (rank 0's word), the round in the low half.
     std::uint64_t line_probe;
+    // Setup's copy probe (measure_readv_percent): rank 0's word names the
+    // peer in the high half and the round in the low half, copy_probe_done
+    // when it is over; the peer's echoes the round it has answered, having
+    // set its buffer's address (odd rounds) or its streaming copy's time
+    // (even rounds).
+    std::uint64_t copy_probe;
+    std::uint64_t copy_probe_buffer;
+    std::uint64_t copy_probe_store_ns;
 };
+static_assert(sizeof(rank_block) <= line, "each rank's block has a line of its own");
+constexpr std::uint64_t copy_probe_done = ~std::uint64_t{0};
+// What the copy probe moves (measure_readv_percent): more than the cells of
+// one ring may hold only by process_vm_readv, whose time is then counted per
+// byte. Large enough that a system call's fixed cost does not count much.
+constexpr std::size_t copy_probe_bytes = 256 * 1024;
+
+// Spins until `ready` or `limit` has passed, reading the clock now and then
+// (setup's probes, whose rounds take ~30-500 ns). No pause at first, as
+// benchmarks/line_bounce: one costs ~40 ns here, which a timed round would
+// count. Nor a clock read before the first 256 spins: a round would count it.
+template <class Ready>
+bool spin_until(Ready ready, std::chrono::steady_clock::duration limit) {
+    std::chrono::steady_clock::time_point until{};
+    for (unsigned spins = 1;; ++spins) {
+        if (ready()) return true;
+        if (spins > 4096) detail::cpu_relax();
+        if (spins % 256 == 0) {
+            const auto now = std::chrono::steady_clock::now();
+            if (until == std::chrono::steady_clock::time_point{})
+                until = now + limit;
+            else if (now > until)
+                return false;
+        }
+    }
+}
 
 bool debug_enabled() {
     static const bool on = [] {
@@ -463,6 +497,7 @@ public:
     }
     std::size_t cell_bytes() const noexcept override { return geo_.cell_bytes; }
     std::size_t ring_depth() const noexcept override { return geo_.depth; }
+    std::uint32_t readv_percent() const noexcept override { return readv_percent_; }
 
 private:
     struct outgoing {
@@ -561,8 +596,17 @@ private:
     }
 
     void setup(bootstrap& boot);
-    void agree_line_ns(bootstrap& boot);
-    std::uint32_t measure_line_ns();
+    void agree_link_figures(bootstrap& boot);
+    struct line_figure {
+        std::uint32_t ns = 0;
+        int slowest_peer = 1;
+    };
+    line_figure measure_line_ns();
+    std::size_t copy_probe_cell_bytes() const {
+        return std::min<std::size_t>(copy_probe_bytes, geo_.depth * geo_.cell_bytes);
+    }
+    std::uint32_t measure_readv_percent(int peer);
+    void answer_copy_probe();
     // Throws errc::invalid_argument for a rank outside the world (inline:
     // every send checks).
     void check_destination(int dest) const {
@@ -654,12 +698,13 @@ private:
     std::uint64_t idle_rounds_ = 0;
     std::uint64_t mapping_clock_ = 0; // orders uses of peer mappings (least recent is dropped)
     std::exception_ptr first_crash_;
-    bool asymmetric_fences_ = false; // every rank can use membarrier
-    bool adaptive_lines_ = false;    // options::line_stores::adaptive, and it can choose direct
-    std::uint32_t line_ns_ = 0;      // options::line_ns as agreed at setup
-    bool cells_where_far_ = false;   // options::cells_far_line_ns applies
+    bool asymmetric_fences_ = false;  // every rank can use membarrier
+    bool adaptive_lines_ = false;     // options::line_stores::adaptive, and it can choose direct
+    std::uint32_t line_ns_ = 0;       // options::line_ns as agreed at setup
+    std::uint32_t readv_percent_ = 0; // options::readv_percent as agreed at setup
+    bool cells_over_readv_ = false;   // options::cells_readv_percent applies
     // Messages of this many bytes or more are not read by process_vm_readv
-    // (options::cells_far_threshold, where it applies).
+    // (options::slow_readv_cells_threshold, where it applies).
     std::size_t cells_from_ = std::numeric_limits<std::size_t>::max();
 };
 
@@ -708,13 +753,14 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         if (base_) munmap(base_, mapped_bytes_);
         throw;
     }
-    // Known only now that the ranks agreed on line_ns.
-    cells_where_far_ = share_copies_ && opts_.cells_far_line_ns &&
-                       line_ns_ > opts_.cells_far_line_ns &&
-                       opts_.cell_stores != options::stores::cached;
-    if (cells_where_far_ && !between_steps_given)
+    // Known only now that the ranks agreed on readv_percent.
+    cells_over_readv_ = share_copies_ && opts_.cells_readv_percent &&
+                        readv_percent_ > opts_.cells_readv_percent &&
+                        opts_.cell_stores != options::stores::cached;
+    if (cells_over_readv_ && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
-    if (cells_where_far_ && opts_.cells_far_threshold) cells_from_ = opts_.cells_far_threshold;
+    if (cells_over_readv_ && opts_.slow_readv_cells_threshold)
+        cells_from_ = opts_.slow_readv_cells_threshold;
     for (int r = 0; r < size_; ++r) {
         out_[static_cast<std::size_t>(r)].ring = ring(rank_, r);
         in_[static_cast<std::size_t>(r)].ring = ring(r, rank_);
@@ -729,12 +775,13 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         return bytes == std::numeric_limits<std::size_t>::max() ? std::string("never")
                                                                 : std::to_string(bytes);
     };
-    // Where lines travel far, cells_from_ may leave no size to single copy
-    // but out of a mapping.
+    // Where process_vm_readv is slow, cells_from_ may leave no size to
+    // single copy but out of a mapping.
     const std::string by_readv =
         cells_from_ <= single_copy_from_
-            ? "never by process_vm_readv (lines travel far: the cells from " +
-                  std::to_string(cells_from_) + " bytes)"
+            ? fmt::format("never by process_vm_readv (it took {} % of the cells' time: the cells "
+                          "from {} bytes)",
+                          readv_percent_, cells_from_)
             : fmt::format("from {} bytes ({} in exchanges; {} for sends awaited at the end, {} "
                           "in exchanges){}",
                           opts_.cma_threshold, limit(opts_.cma_threshold_exchange_between_steps),
@@ -747,8 +794,10 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
                   rank_, r, geo_.cell_bytes, geo_.depth, cma_to(r) ? by_readv : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
-    debug("rank {}: a line takes {} between the ranks' cores; one-line messages by {}", rank_,
-          line_ns_ ? fmt::format("{} ns", line_ns_) : std::string("an unknown time"),
+    debug("rank {}: a line takes {} between the ranks' cores, process_vm_readv {} of the cells' "
+          "time; one-line messages by {}",
+          rank_, line_ns_ ? fmt::format("{} ns", line_ns_) : std::string("an unknown time"),
+          readv_percent_ ? fmt::format("{} %", readv_percent_) : std::string("an unknown share"),
           opts_.one_line_stores == options::line_stores::direct ? "direct stores (MOVDIR64B)"
           : adaptive_lines_ ? "ordinary or direct stores, as a timed line's trip says (adaptive)"
                             : "ordinary stores");
@@ -943,27 +992,41 @@ void endpoint::setup(bootstrap& boot) {
                 r == rank_ ? why : fmt::format("rank {} could not map shared memory: {}", r, why));
         }
     }
-    agree_line_ns(boot);
+    agree_link_figures(boot);
 }
 
-// 4: how far apart the ranks' cores are (options::line_ns). Every rank takes
-// rank 0's figure, so that selection, which reads it, chooses alike on all.
-void endpoint::agree_line_ns(bootstrap& boot) {
-    std::uint32_t mine = 0;
+// 4: how far apart the ranks' cores are (options::line_ns), and how slowly
+// process_vm_readv copies (options::readv_percent). Every rank takes rank
+// 0's figures, so that selection, which reads line_ns, chooses alike on all,
+// and so that every rank's messages take the same paths.
+void endpoint::agree_link_figures(bootstrap& boot) {
+    // Where ranks share cores, a bounce or a timed copy measures the scheduler.
+    const bool measure = size_ > 1 && !ranks_outnumber_cores(size_);
+    line_figure line;
     if (opts_.line_ns)
-        mine = *opts_.line_ns;
-    else if (!ranks_outnumber_cores(size_)) // else a bounce measures the scheduler
-        mine = measure_line_ns();
+        line.ns = *opts_.line_ns;
+    else if (measure)
+        line = measure_line_ns();
     // A pair past every rank: whoever still waits for its turn (told nothing
     // while rank 0 was given the figure, or behind a pair that did not
     // answer) goes on.
     if (rank_ == 0)
         std::atomic_ref(block(0).line_probe)
             .store(static_cast<std::uint64_t>(size_) << 32, std::memory_order_release);
+    std::uint32_t readv = opts_.readv_percent.value_or(0);
+    if (measure && rank_ == 0) {
+        if (!opts_.readv_percent && opts_.use_cma) readv = measure_readv_percent(line.slowest_peer);
+        std::atomic_ref(block(0).copy_probe).store(copy_probe_done, std::memory_order_release);
+    } else if (measure) {
+        answer_copy_probe();
+    }
     blob_writer figure;
-    figure.put<std::uint32_t>(mine);
+    figure.put<std::uint32_t>(line.ns);
+    figure.put<std::uint32_t>(readv);
     auto figures = boot.all_gather(figure.bytes());
-    line_ns_ = blob_reader(figures.at(0), 0).get<std::uint32_t>();
+    blob_reader rank0(figures.at(0), 0);
+    line_ns_ = rank0.get<std::uint32_t>();
+    readv_percent_ = rank0.get<std::uint32_t>();
 }
 
 // Rank 0 and each other rank in turn bounce a counter between their probe
@@ -973,54 +1036,38 @@ void endpoint::agree_line_ns(bootstrap& boot) {
 // both write first and overlap theirs: this reads twice its figure (110
 // and 450 ns here against 55 and 250). Rank 0 returns the
 // slowest pair's ns per round (each pair's quickest of a few windows, which a
-// preemption cannot make quicker), or 0 if any pair did not answer in time
-// (agree_line_ns then lets the others go); the others return 0. Bounded: a
+// preemption cannot make quicker) and that pair's peer, or 0 ns if any pair
+// did not answer in time (agree_link_figures then lets the others go); the
+// others return 0 ns. Bounded: a
 // peer that does not answer costs rank 0 20 ms, and a rank whose turn does
 // not come gives up.
-std::uint32_t endpoint::measure_line_ns() {
+endpoint::line_figure endpoint::measure_line_ns() {
     using clock = std::chrono::steady_clock;
     constexpr std::uint32_t warmup_rounds = 128, window_rounds = 128, windows = 4;
     constexpr std::uint32_t last_round = warmup_rounds + windows * window_rounds;
     constexpr std::uint64_t round_bits = 0xffffffff; // of rank 0's word
-    if (size_ == 1) return 0;
+    if (size_ == 1) return {};
     const auto probe = [this](int r) { return std::atomic_ref(block(r).line_probe); };
-    // Spins until `ready` or `limit` has passed, reading the clock now and
-    // then (a round is ~30-500 ns). No pause at first, as line_bounce: one
-    // costs ~40 ns here, which the figure would count.
-    // Nor a clock read before the first 256 spins: a round would count it.
-    const auto wait_for = [](auto ready, clock::duration limit) {
-        clock::time_point until{};
-        for (unsigned spins = 1;; ++spins) {
-            if (ready()) return true;
-            if (spins > 4096) detail::cpu_relax();
-            if (spins % 256 == 0) {
-                const auto now = clock::now();
-                if (until == clock::time_point{})
-                    until = now + limit;
-                else if (now > until)
-                    return false;
-            }
-        }
-    };
     if (rank_ != 0) {
         // The pairs before ours take ~30 us each, 20 ms if a peer is gone.
         const auto turn_limit = std::chrono::milliseconds(50 + 25 * rank_);
         const auto me = static_cast<std::uint64_t>(rank_);
         for (std::uint32_t k = 1; k <= last_round; ++k) {
             bool ours = false;
-            const bool answered = wait_for(
+            const bool answered = spin_until(
                 [&] {
                     const auto v = probe(0).load(std::memory_order_acquire);
                     ours = (v >> 32) == me && (v & round_bits) >= k;
                     return ours || (v >> 32) > me; // or rank 0 has gone past us
                 },
                 k == 1 ? clock::duration(turn_limit) : std::chrono::milliseconds(50));
-            if (!answered || !ours) return 0;
+            if (!answered || !ours) return {};
             probe(rank_).store(k, std::memory_order_release);
         }
-        return 0;
+        return {};
     }
     clock::duration slowest{};
+    int slowest_peer = 1;
     for (int peer = 1; peer < size_; ++peer) {
         const auto pair = static_cast<std::uint64_t>(peer) << 32;
         clock::duration quickest = clock::duration::max();
@@ -1028,11 +1075,11 @@ std::uint32_t endpoint::measure_line_ns() {
         for (std::uint32_t k = 1; k <= last_round; ++k) {
             probe(0).store(pair | k, std::memory_order_release);
             const bool answered =
-                wait_for([&] { return probe(peer).load(std::memory_order_acquire) >= k; },
-                         std::chrono::milliseconds(k == 1 ? 20 : 5));
+                spin_until([&] { return probe(peer).load(std::memory_order_acquire) >= k; },
+                           std::chrono::milliseconds(k == 1 ? 20 : 5));
             if (!answered) {
                 debug("rank {} did not answer the line bounce in time: line_ns unknown", peer);
-                return 0;
+                return {};
             }
             if (k >= warmup_rounds && (k - warmup_rounds) % window_rounds == 0) {
                 const auto now = clock::now();
@@ -1040,11 +1087,131 @@ std::uint32_t endpoint::measure_line_ns() {
                 window_start = now;
             }
         }
-        slowest = std::max(slowest, quickest);
+        if (quickest > slowest) {
+            slowest = quickest;
+            slowest_peer = peer;
+        }
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slowest).count();
-    return static_cast<std::uint32_t>(
-        std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds));
+    return {static_cast<std::uint32_t>(
+                std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds)),
+            slowest_peer};
+}
+
+// Rank 0 and `peer` time the two ways a private buffer its owner has just
+// written can travel. Each round the peer writes its buffer (ordinary
+// stores: the lines are then in its cache, as an application's fresh data).
+// Odd rounds: rank 0 reads it by process_vm_readv. Even rounds: the peer
+// copies it into its cells to rank 0 with streaming stores, timing that,
+// and rank 0 copies them out. The cells' time is the slower of those two
+// copies (in a message they overlap), per byte; rank 0 returns
+// process_vm_readv's time per byte as a percentage of it, each copy's
+// quickest round counting (a preemption cannot make a copy quicker), or 0
+// if the peer did not answer in time or could not be read. The cells are
+// unused until setup ends (the peer clears them after). Bounded like
+// measure_line_ns.
+std::uint32_t endpoint::measure_readv_percent(int peer) {
+    using clock = std::chrono::steady_clock;
+    constexpr std::uint64_t rounds = 8; // of each copy (twelve setups here: 267-311 %)
+    const std::size_t cell_bytes = copy_probe_cell_bytes();
+    std::vector<std::byte> into(copy_probe_bytes, std::byte{1}); // no page faults timed
+    std::byte* cells = ring(peer, 0) + line;
+    auto& theirs = block(peer);
+    clock::duration readv = clock::duration::max(), load = clock::duration::max();
+    std::uint64_t store_ns = std::numeric_limits<std::uint64_t>::max();
+    std::uint32_t percent = 0;
+    const auto began = clock::now();
+    for (std::uint64_t k = 1; k <= 2 * rounds; ++k) {
+        std::atomic_ref(block(0).copy_probe)
+            .store(static_cast<std::uint64_t>(peer) << 32 | k, std::memory_order_release);
+        if (!spin_until(
+                [&] {
+                    return std::atomic_ref(theirs.copy_probe).load(std::memory_order_acquire) >= k;
+                },
+                std::chrono::milliseconds(k <= 2 ? 50 : 20))) { // first touches fault
+            debug("rank {} did not answer the copy probe in time: readv_percent unknown", peer);
+            break;
+        }
+        const auto start = clock::now();
+        if (k % 2) {
+            const int e =
+                cma_copy(pids_[static_cast<std::size_t>(peer)], into, theirs.copy_probe_buffer);
+            if (e != 0) {
+                debug("rank 0 cannot read rank {} by process_vm_readv: {}; readv_percent unknown",
+                      peer, errno_text(e));
+                break;
+            }
+            readv = std::min(readv, clock::now() - start);
+        } else {
+            copy_bytes(into.data(), cells, cell_bytes);
+            load = std::min(load, clock::now() - start);
+            store_ns = std::min(store_ns, theirs.copy_probe_store_ns);
+        }
+        if (k == 2 * rounds) {
+            const auto ns = [](clock::duration d) {
+                return static_cast<double>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+            };
+            const double cells_per_byte = std::max({ns(load), static_cast<double>(store_ns), 1.0}) /
+                                          static_cast<double>(cell_bytes);
+            const double readv_per_byte = ns(readv) / static_cast<double>(copy_probe_bytes);
+            percent = static_cast<std::uint32_t>(
+                std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
+            debug("copy probe with rank {}: process_vm_readv {:.0f} ns for {} bytes; the cells "
+                  "{} ns to store and {:.0f} ns to copy out for {} bytes: {} % ({:.0f} us in all)",
+                  peer, ns(readv), copy_probe_bytes, store_ns, ns(load), cell_bytes, percent,
+                  ns(clock::now() - began) / 1000);
+        }
+    }
+    return percent;
+}
+
+// A rank other than 0, while rank 0 probes: answers the rounds addressed to
+// it (measure_readv_percent) until rank 0 says the probe is over. Bounded:
+// gives up if no round or end comes in time. Clears the cells it wrote, as
+// they were: the ring's first message must not find a stamp there, and only
+// this rank writes them (rank 0 may have given up on it mid-copy).
+void endpoint::answer_copy_probe() {
+    constexpr std::uint64_t round_bits = 0xffffffff;
+    const auto me = static_cast<std::uint64_t>(rank_);
+    auto& mine = block(rank_);
+    std::byte* cells = ring(rank_, 0) + line;
+    std::vector<std::byte> buffer;
+    std::uint64_t answered = 0;
+    // Rank 0 first bounces lines with the ranks after this one (~30 us each,
+    // 20 ms if one is gone).
+    std::chrono::steady_clock::duration limit = std::chrono::milliseconds(100 + 25 * size_);
+    for (;;) {
+        std::uint64_t v = 0;
+        if (!spin_until(
+                [&] {
+                    v = std::atomic_ref(block(0).copy_probe).load(std::memory_order_acquire);
+                    return v == copy_probe_done || ((v >> 32) == me && (v & round_bits) > answered);
+                },
+                limit) ||
+            v == copy_probe_done) {
+            if (!buffer.empty()) std::memset(cells, 0, copy_probe_cell_bytes());
+            return;
+        }
+        const std::uint64_t k = v & round_bits;
+        if (buffer.empty()) buffer.resize(copy_probe_bytes);
+        // Fresh data either way: streaming lines rank 0 has just read took
+        // up to twice as long here.
+        std::memset(buffer.data(), static_cast<int>(k), buffer.size());
+        if (k % 2) {
+            mine.copy_probe_buffer = reinterpret_cast<std::uintptr_t>(buffer.data());
+        } else {
+            const auto start = std::chrono::steady_clock::now();
+            copy_bytes_streaming(cells, buffer.data(), copy_probe_cell_bytes());
+            mine.copy_probe_store_ns =
+                static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count());
+        }
+        std::atomic_ref(mine.copy_probe).store(k, std::memory_order_release);
+        answered = k;
+        limit = std::chrono::milliseconds(50);
+    }
 }
 
 endpoint::~endpoint() {
@@ -1697,9 +1864,10 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     auto claimed = mailbox_.claim(r.header);
     if (!claimed && !stage) return false;
     // Combined at once where lines travel far, the receiver would read it
-    // alone (copy_in); through streaming cells its sender copies too, and
-    // the receiver combines from lines it has just copied.
-    if (claimed && claimed->combined_at_once && cells_where_far_ && !r.region) {
+    // alone (copy_in); where process_vm_readv is slow, through streaming
+    // cells instead: its sender copies too, and the receiver combines from
+    // lines it has just copied.
+    if (claimed && claimed->combined_at_once && cells_over_readv_ && !r.region) {
         ++counters_.combined_via_cells;
         reserved_.push_back({r.source, r.header.key, *claimed});
         queue_control(r.source, cell_type::via_cells, r.token);
@@ -2033,18 +2201,27 @@ std::optional<std::size_t> size_from_environment(const char* name) {
     return static_cast<std::size_t>(n) * scale;
 }
 
-// A variable holding nanoseconds, digits only; nullopt when unset or empty.
-std::optional<std::uint32_t> nanoseconds_from_environment(const char* name) {
+// A variable holding a count of `unit` (nanoseconds, a percentage), digits
+// only; nullopt when unset or empty.
+std::optional<std::uint32_t> digits_from_environment(const char* name, std::string_view unit) {
     const char* v = std::getenv(name);
     if (!v || !*v) return std::nullopt;
     const std::string_view text(v);
-    std::uint32_t ns = 0;
-    const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), ns);
+    std::uint32_t n = 0;
+    const auto [end, failed] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (failed != std::errc{} || end != text.data() + text.size())
         throw error(errc::invalid_argument,
-                    fmt::format("{}='{}' is not a number of nanoseconds (digits only, at most {})",
-                                name, text, std::numeric_limits<std::uint32_t>::max()));
-    return ns;
+                    fmt::format("{}='{}' is not {} (digits only, at most {})", name, text, unit,
+                                std::numeric_limits<std::uint32_t>::max()));
+    return n;
+}
+
+std::optional<std::uint32_t> nanoseconds_from_environment(const char* name) {
+    return digits_from_environment(name, "a number of nanoseconds");
+}
+
+std::optional<std::uint32_t> percentage_from_environment(const char* name) {
+    return digits_from_environment(name, "a percentage");
 }
 
 // A variable naming one of `kinds` (name, value); nullopt when unset or
@@ -2084,10 +2261,12 @@ void apply_environment(options& opts) {
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
         opts.shared_copy_far_line_ns = *ns;
-    if (auto ns = nanoseconds_from_environment("TUTTI_SHM_CELLS_FAR_LINE_NS"))
-        opts.cells_far_line_ns = *ns;
-    if (auto v = size_from_environment("TUTTI_SHM_CELLS_FAR_THRESHOLD"))
-        opts.cells_far_threshold = *v;
+    if (auto percent = percentage_from_environment("TUTTI_SHM_READV_PERCENT"))
+        opts.readv_percent = *percent;
+    if (auto percent = percentage_from_environment("TUTTI_SHM_CELLS_READV_PERCENT"))
+        opts.cells_readv_percent = *percent;
+    if (auto v = size_from_environment("TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"))
+        opts.slow_readv_cells_threshold = *v;
     using stores = options::stores;
     if (auto kind = kind_from_environment<stores>("TUTTI_SHM_CELL_STORES",
                                                   {{"adaptive", stores::adaptive},

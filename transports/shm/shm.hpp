@@ -65,8 +65,8 @@ struct options {
     // cells, whose copies keep what they move in the caches: by single copy
     // the 2-rank all_reduce of 128 KiB took 26.6 us instead of 19.7, of
     // 512 KiB 72.9 instead of 47.0, while from 1 MiB messages single copy
-    // is ahead again (docs/performance.md, sixteenth session); where lines
-    // travel far, no size (cells_far_line_ns).
+    // is ahead again (docs/performance.md, sixteenth session); where
+    // process_vm_readv is slow, no size (cells_readv_percent).
     std::size_t cma_threshold_exchange_between_steps = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;
@@ -106,14 +106,13 @@ struct options {
     // line (2 ranks, binomial reduce of 512 KiB in this machine's slow mode:
     // 86.8 us shared, 61.4 alone; in the quick mode sharing stays ahead, 55
     // against 59). 0: such messages are shared like any other. Where
-    // cells_far_line_ns applies, they come through the cells instead.
+    // cells_readv_percent applies, they come through the cells instead.
     // TUTTI_SHM_SHARED_COPY_FAR_LINE_NS=N.
     std::uint32_t shared_copy_far_line_ns = 250;
-    // Where a line takes longer than this there and back (line_ns), two
-    // kinds of message stay in the cells at every size, since the cells'
-    // stores stream past the caches there (cell_stores adaptive or
-    // streaming) and their two copies, overlapped, beat the receiver's
-    // process_vm_readv:
+    // Where process_vm_readv takes more than this percentage of the cells'
+    // time (readv_percent), two kinds of message stay in the cells at every
+    // size, since both ends copy at once there and the cells' stores stream
+    // past the caches (cell_stores adaptive or streaming):
     // - an exchange whose send a later step of the call waits for, unless
     //   cma_threshold_exchange_between_steps is given (2 ranks in this
     //   machine's slow mode, Rabenseifner's all_reduce of 2-16 MiB: 0.52-0.59
@@ -122,17 +121,23 @@ struct options {
     //   which shared_copy_far_line_ns would have it copy alone: its receiver
     //   answers the sender's offer of a single copy by asking for the cells
     //   (the 2-rank scan of 256 KiB, 4 and 16 MiB: 0.80, 0.89 and 0.65; the
-    //   binomial reduce of 512 KiB: 0.76).
-    // docs/performance.md, thirty-ninth session. Not where ranks share
+    //   binomial reduce of 512 KiB: 0.76);
+    // and private buffers from slow_readv_cells_threshold. In this machine's
+    // slow mode the probe reads 267-372 %, where the cells took 0.40-0.84 of
+    // process_vm_readv's time for fresh data (docs/performance.md,
+    // thirty-ninth to forty-first sessions); 150 leaves single copy to a
+    // kernel that copies at nearly memcpy's speed. Until the forty-first
+    // session the rule applied where a line took more than 250 ns there and
+    // back (line_ns), the proxy it was found by. Not where ranks share
     // cores, nor with cached cell stores. 0: off.
-    // TUTTI_SHM_CELLS_FAR_LINE_NS=N.
-    std::uint32_t cells_far_line_ns = 250;
-    // Where cells_far_line_ns applies, a message of at least this many bytes
-    // that is not copied out of a mapping (a private buffer) comes through
-    // the cells, not by process_vm_readv, whatever the thresholds above say:
-    // there both ends copy at once and the cells' stores stream, while
-    // process_vm_readv's receiver fetches every line its sender has just
-    // written out of the sender's cache, over the far line. 2 ranks in this
+    // TUTTI_SHM_CELLS_READV_PERCENT=N.
+    std::uint32_t cells_readv_percent = 150;
+    // Where cells_readv_percent applies, a message of at least this many
+    // bytes that is not copied out of a mapping (a private buffer) comes
+    // through the cells, not by process_vm_readv, whatever the thresholds
+    // above say: there both ends copy at once and the cells' stores stream,
+    // while process_vm_readv's receiver fetches every line its sender has
+    // just written out of the sender's cache. 2 ranks in this
     // machine's slow mode, where each rank writes its buffers before every
     // call (tutti-bench --rewrite, as an application that has just produced
     // its data), 256 KiB to 16 MiB: all_gather, all_to_all, broadcast,
@@ -145,8 +150,8 @@ struct options {
     // (0.51-0.90 from 1 MiB). A shared buffer is still copied out of the
     // receiver's mapping, which took 0.36-0.74 of the cells' time at 2-8
     // MiB. docs/performance.md, fortieth session. 0: off.
-    // TUTTI_SHM_CELLS_FAR_THRESHOLD=N[K|M|G].
-    std::size_t cells_far_threshold = 64 * 1024;
+    // TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD=N[K|M|G].
+    std::size_t slow_readv_cells_threshold = 64 * 1024;
     // Where each rank has a core, a message through the cells of more than
     // one cell's payload and at most four, which its sender is not
     // exchanging with its receiver (no receive of the same call from the
@@ -217,6 +222,19 @@ struct options {
     // figure, measured or given, is every rank's, so that all ranks choose
     // alike. 0: unknown. TUTTI_SHM_LINE_NS=N gives it.
     std::optional<std::uint32_t> line_ns;
+    // How long process_vm_readv takes to read a buffer its owner has just
+    // written, as a percentage of the time the cells take for it (the
+    // slower of their two copies, which overlap: the owner's into its cells
+    // with streaming stores, the reader's out of them). Empty: measured at
+    // setup where the ranks do not outnumber the cores, between rank 0 and
+    // the peer whose line took longest, 256 KiB (at most a ring's cells)
+    // eight times, the quickest of each copy counting; 3.6-4.3 ms here,
+    // most of it first touches of pages (the cells' pages would fault on
+    // their first messages otherwise). Rank 0's figure, measured or given, is
+    // every rank's.
+    // cells_readv_percent reads it. 0: unknown.
+    // TUTTI_SHM_READV_PERCENT=N gives it.
+    std::optional<std::uint32_t> readv_percent;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
 };
@@ -226,11 +244,13 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD, TUTTI_SHM_CMA_THRESHOLD_AT_END,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
-// TUTTI_SHM_SHARED_COPY_CHUNK, TUTTI_SHM_PIPELINE_PIECE and
-// TUTTI_SHM_PREFETCH_BYTES, each a byte count
+// TUTTI_SHM_SHARED_COPY_CHUNK, TUTTI_SHM_PIPELINE_PIECE,
+// TUTTI_SHM_PREFETCH_BYTES and TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD, each a
+// byte count
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
-// streaming), TUTTI_SHM_LINE_NS, TUTTI_SHM_SHARED_COPY_FAR_LINE_NS and
-// TUTTI_SHM_CELLS_FAR_LINE_NS (nanoseconds, digits only). Every
+// streaming), TUTTI_SHM_LINE_NS and TUTTI_SHM_SHARED_COPY_FAR_LINE_NS
+// (nanoseconds, digits only), TUTTI_SHM_READV_PERCENT and
+// TUTTI_SHM_CELLS_READV_PERCENT (percentages, digits only). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
 // tutti::error.
@@ -246,7 +266,7 @@ struct counters {
     std::uint64_t regions_mapped = 0;   // peers' shared regions this rank mapped
     std::uint64_t copies_shared = 0;    // single-copy receives whose sender was asked to help
     std::uint64_t copies_alone_far = 0; // would have been shared, but combined at once (far lines)
-    std::uint64_t combined_via_cells = 0; // offered a single copy, asked for the cells (far lines)
+    std::uint64_t combined_via_cells = 0; // offered a single copy, asked for the cells (slow readv)
     std::uint64_t chunks_helped = 0;      // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
@@ -264,6 +284,8 @@ public:
     // The cell size and ring depth in use.
     virtual std::size_t cell_bytes() const noexcept = 0;
     virtual std::size_t ring_depth() const noexcept = 0;
+    // options::readv_percent as every rank agreed at setup (0: unknown).
+    virtual std::uint32_t readv_percent() const noexcept = 0;
 };
 
 // Whether this CPU writes a line past the caches in one piece (MOVDIR64B),

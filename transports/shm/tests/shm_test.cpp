@@ -391,7 +391,7 @@ TEST_CASE(
                 opts.cma_threshold_exchange = opts.cma_threshold;
                 opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
                 // Far lines would send the 64 MiB through the cells.
-                opts.cells_far_threshold = 0;
+                opts.slow_readv_cells_threshold = 0;
                 auto t = shm::create_transport(boot, io, opts);
                 const std::size_t cell = t->cell_bytes() - 64;
                 exchange_sizes(
@@ -479,7 +479,8 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
         opts.cma_threshold = 256 * 1024;
         opts.cma_threshold_awaited_at_end = 40000;
         opts.cma_threshold_exchange = opts.cma_threshold; // its own test below
-        opts.cells_far_threshold = 0; // far lines would send the 100,000 bytes through the cells
+        opts.slow_readv_cells_threshold =
+            0; // a slow process_vm_readv would send the 100,000 bytes through the cells
         auto t = shm::create_transport(boot, io, opts);
         if (!t->cma_to(1 - t->rank())) {
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
@@ -504,10 +505,12 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
           "exchange has its own thresholds") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
-        // Lines near, whatever this machine's mode: far, exchanges between
-        // steps stay in the cells (tested on their own).
+        // Lines near and process_vm_readv quick, whatever this machine's
+        // mode: where it is slow, exchanges between steps stay in the cells
+        // (tested on their own).
         shm::options opts;
         opts.line_ns = 110;
+        opts.readv_percent = 100;
         auto t = shm::create_transport(boot, io, opts);
         if (!t->cma_to(1 - t->rank())) {
             fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
@@ -687,34 +690,56 @@ TEST_CASE("shm: a receiver that prefetches the lines it guesses reads every mess
     }
 }
 
-TEST_CASE("shm: every rank takes rank 0's figure for a line between the cores") {
-    // Given on rank 0 alone: the others, told nothing, take it too
-    // (selection branches on it) rather than a figure of their own.
+TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores and for "
+          "process_vm_readv") {
+    // Given on rank 0 alone: the others, told nothing, take them too
+    // (selection branches on the line, every sender on process_vm_readv's
+    // figure) rather than figures of their own.
     for (int p : {2, 3}) {
         CAPTURE(p);
         run_job_and_check(p, [](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
-            if (boot.rank() == 0) opts.line_ns = 450;
+            if (boot.rank() == 0) {
+                opts.line_ns = 450;
+                opts.readv_percent = 321;
+            }
             auto t = shm::create_transport(boot, io, opts);
-            expect(t->capabilities().line_ns == 450, "rank {} took {} ns, not rank 0's 450",
-                   boot.rank(), t->capabilities().line_ns);
+            expect(t->capabilities().line_ns == 450 && t->readv_percent() == 321,
+                   "rank {} took {} ns and {} %, not rank 0's 450 and 321", boot.rank(),
+                   t->capabilities().line_ns, t->readv_percent());
         });
     }
-    // Measured (where the ranks do not outnumber the cores): the same figure
-    // on every rank, told to each through the bootstrap. 0 when a bounce
-    // did not answer in time, which a loaded machine may cause.
+    // Measured (where the ranks do not outnumber the cores): the same figures
+    // on every rank, told to each through the bootstrap. 0 when a probe did
+    // not answer in time, which a loaded machine may cause. The copy probe
+    // wrote into rank 1's cells to rank 0, which must carry messages after
+    // it as if new: a 40 KiB all_gather takes two cells each way.
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
         auto t = shm::create_transport(boot, io);
-        const std::uint32_t mine = t->capabilities().line_ns;
-        std::vector<std::uint32_t> sent{mine}, everyone(2);
+        const std::uint32_t line = t->capabilities().line_ns, readv = t->readv_percent();
+        std::vector<std::uint32_t> sent(5000, line), everyone(10000);
+        sent[1] = readv;
         communicator comm(t);
         drive(*t, io, all_gather(comm, sent, everyone));
-        expect(everyone[0] == everyone[1], "rank 0 took {} ns and rank 1 {}", everyone[0],
-               everyone[1]);
-        expect(mine == 0 || !ranks_outnumber_cores(2),
-               "{} ns measured where the ranks outnumber the cores", mine);
+        expect(everyone[0] == everyone[5000] && everyone[1] == everyone[5001],
+               "rank 0 took {} ns and {} %, rank 1 {} and {}", everyone[0], everyone[1],
+               everyone[5000], everyone[5001]);
+        for (std::size_t i = 2; i < everyone.size(); ++i)
+            if (i % 5000 > 1 && everyone[i] != everyone[i < 5000 ? 0 : 5000])
+                throw std::runtime_error(fmt::format("element {} is {}", i, everyone[i]));
+        expect((line == 0 && readv == 0) || !ranks_outnumber_cores(2),
+               "{} ns and {} % measured where the ranks outnumber the cores", line, readv);
+    });
+    // Rank 0 cannot read rank 1: process_vm_readv's figure is unknown, and
+    // the probe does not wait for what cannot come.
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        if (boot.rank() == 0) forbid_cross_memory_attach();
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        expect(t->readv_percent() == 0, "rank {} took {} % where rank 0 cannot read rank 1",
+               boot.rank(), t->readv_percent());
     });
 }
 
@@ -733,30 +758,35 @@ void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
             throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
 }
 
-TEST_CASE("shm: where lines travel far, a receive combined at once comes through the cells, or "
-          "is copied by its receiver alone") {
+TEST_CASE("shm: where process_vm_readv is slow, a receive combined at once comes through the "
+          "cells; where lines travel far, its receiver copies it alone") {
     // A 2-rank binomial reduce to rank 0: rank 1's 512 KiB are offered for a
     // single copy (sent awaited at the end), into scratch that rank 0
-    // combines at once. Near (110 ns) rank 1 helps with that copy; far (450
-    // ns) rank 0 asks for the cells instead, or, with cells_far_line_ns off,
-    // copies it alone. A broadcast's receive is kept, not combined: shared
-    // either way.
+    // combines at once. Near (110 ns) with process_vm_readv quick (100 % of
+    // the cells' time) rank 1 helps with that copy; where process_vm_readv
+    // is slow (300 %) rank 0 asks for the cells instead, near or far; far
+    // (450 ns) with it quick, or the rule off, rank 0 copies it alone. A
+    // broadcast's receive is kept, not combined: shared either way.
     struct setting {
         std::uint32_t line_ns;
-        std::uint32_t cells_far_line_ns;
+        std::uint32_t readv_percent;
+        std::uint32_t cells_readv_percent;
         std::uint64_t shared, alone, via_cells; // rank 0's reduce
     };
-    const std::uint32_t cells_far = shm::options{}.cells_far_line_ns;
-    for (const auto s : {setting{110, cells_far, 1, 0, 0}, setting{450, cells_far, 0, 0, 1},
-                         setting{450, 0, 0, 1, 0}}) {
+    const std::uint32_t rule = shm::options{}.cells_readv_percent;
+    for (const auto s : {setting{110, 100, rule, 1, 0, 0}, setting{110, 300, rule, 0, 0, 1},
+                         setting{450, 300, rule, 0, 0, 1}, setting{450, 100, rule, 0, 1, 0},
+                         setting{450, 300, 0, 0, 1, 0}}) {
         CAPTURE(s.line_ns);
-        CAPTURE(s.cells_far_line_ns);
+        CAPTURE(s.readv_percent);
+        CAPTURE(s.cells_readv_percent);
         run_job_and_check(2, [s](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
             opts.line_ns = s.line_ns;
-            opts.cells_far_line_ns = s.cells_far_line_ns;
-            opts.cells_far_threshold = 0; // else no single copy is offered at all
+            opts.readv_percent = s.readv_percent;
+            opts.cells_readv_percent = s.cells_readv_percent;
+            opts.slow_readv_cells_threshold = 0; // else no single copy is offered at all
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
@@ -797,27 +827,28 @@ TEST_CASE("shm: where lines travel far, a receive combined at once comes through
     }
 }
 
-TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cells") {
+TEST_CASE("shm: where process_vm_readv is slow, exchanges between steps stay in the cells") {
     // A 2-rank Rabenseifner all_reduce of 2 MiB: each rank sends 1 MiB in the
     // halving exchange and 1 MiB in the doubling one, both exchanges whose
-    // send the next step waits for. Near (110 ns) they go by single copy
-    // (from 1 MiB); far (450 ns) through the cells. Given explicitly, the
-    // threshold holds either way.
+    // send the next step waits for. Where process_vm_readv takes 100 % of
+    // the cells' time they go by single copy (from 1 MiB); where it takes
+    // 300 %, through the cells. Given explicitly, the threshold holds either
+    // way.
     struct setting {
-        std::uint32_t line_ns;
+        std::uint32_t readv_percent;
         std::size_t between_steps; // 0: the default
         bool by_cells;
     };
-    for (const auto s : {setting{110, 0, false}, setting{450, 0, true},
-                         setting{450, std::size_t{1} << 20, false}}) {
-        CAPTURE(s.line_ns);
+    for (const auto s : {setting{100, 0, false}, setting{300, 0, true},
+                         setting{300, std::size_t{1} << 20, false}}) {
+        CAPTURE(s.readv_percent);
         CAPTURE(s.between_steps);
         run_job_and_check(2, [s](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
-            opts.line_ns = s.line_ns;
+            opts.readv_percent = s.readv_percent;
             opts.cma_threshold_exchange_between_steps = s.between_steps;
-            opts.cells_far_threshold = 0; // else the 1 MiB sends skip single copy anyway
+            opts.slow_readv_cells_threshold = 0; // else the 1 MiB sends skip single copy anyway
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 256 * 1024; // 2 MiB of int64
@@ -837,28 +868,30 @@ TEST_CASE("shm: where lines travel far, exchanges between steps stay in the cell
     }
 }
 
-TEST_CASE("shm: where lines travel far, messages from private buffers come through the cells") {
+TEST_CASE("shm: where process_vm_readv is slow, messages from private buffers come through the "
+          "cells") {
     // Each rank sends the other 256 KiB and then 4 MiB, from private buffers
     // and then from shared ones, awaited at the end (single copy from 64
-    // KiB, and no rule for exchanges between steps applies). Near (110 ns)
-    // both private ones go by single copy; far (450 ns) through the cells
-    // from cells_far_threshold up; shared buffers are copied out of the
+    // KiB, and no rule for exchanges between steps applies). Where
+    // process_vm_readv takes 100 % of the cells' time both private ones go
+    // by single copy; where it takes 300 %, through the cells from
+    // slow_readv_cells_threshold up; shared buffers are copied out of the
     // mapping either way.
     struct setting {
-        std::uint32_t line_ns;
-        std::size_t cells_far_threshold;
+        std::uint32_t readv_percent;
+        std::size_t slow_readv_cells_threshold;
         std::uint64_t cma, chunked; // of the private pair
     };
-    const std::size_t by_default = shm::options{}.cells_far_threshold;
-    for (const auto s : {setting{110, by_default, 2, 0}, setting{450, by_default, 0, 2},
-                         setting{450, std::size_t{1} << 20, 1, 1}, setting{450, 0, 2, 0}}) {
-        CAPTURE(s.line_ns);
-        CAPTURE(s.cells_far_threshold);
+    const std::size_t by_default = shm::options{}.slow_readv_cells_threshold;
+    for (const auto s : {setting{100, by_default, 2, 0}, setting{300, by_default, 0, 2},
+                         setting{300, std::size_t{1} << 20, 1, 1}, setting{300, 0, 2, 0}}) {
+        CAPTURE(s.readv_percent);
+        CAPTURE(s.slow_readv_cells_threshold);
         run_job_and_check(2, [s](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
-            opts.line_ns = s.line_ns;
-            opts.cells_far_threshold = s.cells_far_threshold;
+            opts.readv_percent = s.readv_percent;
+            opts.slow_readv_cells_threshold = s.slow_readv_cells_threshold;
             auto t = shm::create_transport(boot, io, opts);
             const std::vector<std::size_t> sizes{256 * 1024, 4 * 1024 * 1024};
             exchange_sizes(*t, io, sizes, false, true);
@@ -869,7 +902,7 @@ TEST_CASE("shm: where lines travel far, messages from private buffers come throu
                    shared.mapped - c.mapped);
             if (!t->cma_to(1 - t->rank()) || ranks_outnumber_cores(2)) {
                 fmt::print(stderr, "no core for each rank, or no process_vm_readv: "
-                                   "the far threshold does not apply\n");
+                                   "the slow-readv threshold does not apply\n");
                 return;
             }
             expect(c.cma == s.cma && c.chunked == s.chunked,
@@ -887,7 +920,7 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
             shm::options opts;
             opts.cma_threshold_exchange = opts.cma_threshold; // as in the first test
             opts.cma_threshold_exchange_between_steps = opts.cma_threshold;
-            opts.cells_far_threshold = 0;
+            opts.slow_readv_cells_threshold = 0;
             auto t = shm::create_transport(boot, io, opts);
             const int peer = 1 - t->rank();
             if (!t->cma_to(peer)) {
@@ -948,7 +981,8 @@ TEST_CASE("shm: a large single-copy message is copied by its receiver and its se
     run_job_and_check(2, [](fork_bootstrap& boot) {
         asio::io_context io;
         shm::options opts;
-        opts.cells_far_threshold = 0; // far lines would send the 4 MiB through the cells
+        opts.slow_readv_cells_threshold =
+            0; // a slow process_vm_readv would send the 4 MiB through the cells
         auto t = shm::create_transport(boot, io, opts);
         communicator comm(t);
         const int rounds = broadcast_until_helped(*t, io, comm, 200);
@@ -978,7 +1012,7 @@ TEST_CASE("shm: a sender that cannot write into its receiver leaves the copy to 
             asio::io_context io;
             shm::options opts;
             if (off) opts.shared_copy_chunk = 0;
-            opts.cells_far_threshold = 0;
+            opts.slow_readv_cells_threshold = 0;
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             // The root's help fails from the first chunk it claims; the
@@ -1569,10 +1603,10 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.prefetch_bytes == 1024);
     ::unsetenv("TUTTI_SHM_PREFETCH_BYTES");
-    ::setenv("TUTTI_SHM_CELLS_FAR_THRESHOLD", "16M", 1);
+    ::setenv("TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD", "16M", 1);
     shm::apply_environment(opts);
-    CHECK(opts.cells_far_threshold == 16 * 1024 * 1024);
-    ::unsetenv("TUTTI_SHM_CELLS_FAR_THRESHOLD");
+    CHECK(opts.slow_readv_cells_threshold == 16 * 1024 * 1024);
+    ::unsetenv("TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD");
     // Every byte count refuses what is not one, naming its variable: a
     // negative or wrapped count would otherwise pass as a huge or tiny one.
     for (const char* variable :
@@ -1580,7 +1614,7 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
           "TUTTI_SHM_CMA_THRESHOLD_AT_END", "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE",
           "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS", "TUTTI_SHM_MAPPED_THRESHOLD",
           "TUTTI_SHM_SHARED_COPY_CHUNK", "TUTTI_SHM_PIPELINE_PIECE", "TUTTI_SHM_PREFETCH_BYTES",
-          "TUTTI_SHM_CELLS_FAR_THRESHOLD"}) {
+          "TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"}) {
         for (const char* bad : {"lots", "-1", "4X", "1KB", "17179869184G"}) {
             CAPTURE(variable);
             CAPTURE(bad);
@@ -1632,13 +1666,17 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.shared_copy_far_line_ns == 400);
     ::unsetenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS");
-    ::setenv("TUTTI_SHM_CELLS_FAR_LINE_NS", "0", 1);
+    ::setenv("TUTTI_SHM_READV_PERCENT", "320", 1);
     shm::apply_environment(opts);
-    CHECK(opts.cells_far_line_ns == 0);
-    ::unsetenv("TUTTI_SHM_CELLS_FAR_LINE_NS");
+    CHECK(opts.readv_percent == std::optional<std::uint32_t>(320));
+    ::unsetenv("TUTTI_SHM_READV_PERCENT");
+    ::setenv("TUTTI_SHM_CELLS_READV_PERCENT", "0", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.cells_readv_percent == 0);
+    ::unsetenv("TUTTI_SHM_CELLS_READV_PERCENT");
     for (const char* variable : {"TUTTI_SHM_LINE_NS", "TUTTI_SHM_SHARED_COPY_FAR_LINE_NS",
-                                 "TUTTI_SHM_CELLS_FAR_LINE_NS"}) {
-        for (const char* bad : {"250ns", "-1", "", "99999999999"}) {
+                                 "TUTTI_SHM_READV_PERCENT", "TUTTI_SHM_CELLS_READV_PERCENT"}) {
+        for (const char* bad : {"250ns", "-1", "", "99999999999", "150%"}) {
             CAPTURE(variable);
             CAPTURE(bad);
             ::setenv(variable, bad, 1);
@@ -1649,10 +1687,14 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
                 CHECK(std::string_view(bad).empty());
                 CHECK_FALSE(opts.line_ns.has_value());
                 CHECK(opts.shared_copy_far_line_ns == shm::options{}.shared_copy_far_line_ns);
-                CHECK(opts.cells_far_line_ns == shm::options{}.cells_far_line_ns);
+                CHECK_FALSE(opts.readv_percent.has_value());
+                CHECK(opts.cells_readv_percent == shm::options{}.cells_readv_percent);
             } catch (const tutti::error& e) {
                 CHECK(e.code() == errc::invalid_argument);
                 CHECK(std::string(e.what()).find(fmt::format("{}='{}'", variable, bad)) !=
+                      std::string::npos);
+                const bool percent = std::string_view(variable).ends_with("PERCENT");
+                CHECK(std::string(e.what()).find(percent ? "a percentage" : "nanoseconds") !=
                       std::string::npos);
             }
         }
