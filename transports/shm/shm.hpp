@@ -122,16 +122,20 @@ struct options {
     //   answers the sender's offer of a single copy by asking for the cells
     //   (the 2-rank scan of 256 KiB, 4 and 16 MiB: 0.80, 0.89 and 0.65; the
     //   binomial reduce of 512 KiB: 0.76);
-    // and private buffers from slow_readv_cells_threshold. In this machine's
-    // slow mode the probe reads 267-372 %, where the cells took 0.40-0.84 of
-    // process_vm_readv's time for fresh data (docs/performance.md,
-    // thirty-ninth to forty-first sessions); 150 leaves single copy to a
-    // kernel that copies at nearly memcpy's speed. Until the forty-first
-    // session the rule applied where a line took more than 250 ns there and
-    // back (line_ns), the proxy it was found by. Not where ranks share
-    // cores, nor with cached cell stores. 0: off.
+    // and private buffers from slow_readv_cells_threshold. This machine's
+    // probe reads 267-372 % in its slow mode (benchmarks/line_bounce ~330
+    // ns) and 163-182 % in its quick mode (~70 ns), and the rule gained in
+    // both (2 ranks, buffers written before every call, 256 KiB to 16 MiB:
+    // the cells took 0.40-0.84 of process_vm_readv's time in the slow mode
+    // and 0.45-0.85 in the quick one, the 256 KiB broadcast 1.08). So the cells
+    // took 0.8-1.5 times what the probe counts for them, and 125 leaves
+    // single copy to a kernel that copies nearly as fast as the cells
+    // (docs/performance.md, thirty-ninth to forty-first sessions). Until the
+    // forty-first session the rule applied where a line took more than 250
+    // ns there and back (line_ns), the proxy it was found by. Not where
+    // ranks share cores, nor with cached cell stores. 0: off.
     // TUTTI_SHM_CELLS_READV_PERCENT=N.
-    std::uint32_t cells_readv_percent = 150;
+    std::uint32_t cells_readv_percent = 125;
     // Where cells_readv_percent applies, a message of at least this many
     // bytes that is not copied out of a mapping (a private buffer) comes
     // through the cells, not by process_vm_readv, whatever the thresholds
