@@ -408,13 +408,17 @@ tutti::task<void> demo(tutti::communicator world, const tutti::job& job, bool ti
                    job.launch().method() == "pmix" ? "mpirun or srun"
                                                    : "tuttirun or environment variables",
                    job.launch().node());
+        // Where the ranks outnumber the cores (the README's 4 ranks on 2),
+        // or cannot read each other, the copy probe is not run.
+        const std::string readv_figure =
+            shm.readv_percent()
+                ? fmt::format("process_vm_readv took {} % of the cells' time at setup",
+                              shm.readv_percent())
+                : std::string("process_vm_readv not timed at setup");
         fmt::print("transport {}: {}-byte cells, {} per ring; single copy (cross-memory "
-                   "attach) to {} of {} peers; process_vm_readv took {} of the cells' time "
-                   "at setup\n",
+                   "attach) to {} of {} peers; {}\n",
                    shm.name(), shm.cell_bytes(), shm.ring_depth(), single_copy_peers,
-                   world.size() - 1,
-                   shm.readv_percent() ? fmt::format("{} %", shm.readv_percent())
-                                       : std::string("an unknown share"));
+                   world.size() - 1, readv_figure);
         std::fflush(stdout);
     }
     co_await tour(world, failures);
