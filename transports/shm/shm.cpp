@@ -2245,6 +2245,16 @@ kind_from_environment(const char* variable,
 } // namespace
 
 void apply_environment(options& opts) {
+    // Variables of earlier versions: silently ignored, they would leave a
+    // tuning that no longer happens.
+    for (const auto& [gone, instead] :
+         {std::pair<const char*, const char*>{"TUTTI_SHM_CELLS_FAR_LINE_NS",
+                                              "TUTTI_SHM_CELLS_READV_PERCENT (the rule now "
+                                              "follows a copy probe at setup, not the line)"},
+          {"TUTTI_SHM_CELLS_FAR_THRESHOLD", "TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"}})
+        if (const char* v = std::getenv(gone); v && *v)
+            throw error(errc::invalid_argument,
+                        fmt::format("{} is no longer read: use {}", gone, instead));
     if (auto v = size_from_environment("TUTTI_SHM_CELL_BYTES")) opts.cell_bytes = *v;
     if (auto v = size_from_environment("TUTTI_SHM_RING_DEPTH")) opts.ring_depth = *v;
     if (auto v = size_from_environment("TUTTI_SHM_CMA_THRESHOLD")) opts.cma_threshold = *v;

@@ -257,7 +257,9 @@ struct options {
 // TUTTI_SHM_CELLS_READV_PERCENT (percentages, digits only). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
-// tutti::error.
+// tutti::error, and so is a variable of an earlier version
+// (TUTTI_SHM_CELLS_FAR_LINE_NS, TUTTI_SHM_CELLS_FAR_THRESHOLD), naming what
+// replaced it.
 void apply_environment(options& opts);
 
 // How many messages took each path, for tests and tutti-info.

@@ -1666,6 +1666,23 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.shared_copy_far_line_ns == 400);
     ::unsetenv("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS");
+    // Variables of earlier versions are refused, naming what replaced them.
+    for (const auto& [gone, instead] :
+         {std::pair<const char*, const char*>{"TUTTI_SHM_CELLS_FAR_LINE_NS",
+                                              "TUTTI_SHM_CELLS_READV_PERCENT"},
+          {"TUTTI_SHM_CELLS_FAR_THRESHOLD", "TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"}}) {
+        CAPTURE(gone);
+        ::setenv(gone, "0", 1);
+        try {
+            shm::apply_environment(opts);
+            FAIL("a variable that is no longer read was accepted");
+        } catch (const tutti::error& e) {
+            CHECK(e.code() == errc::invalid_argument);
+            CHECK(std::string(e.what()).find(gone) != std::string::npos);
+            CHECK(std::string(e.what()).find(instead) != std::string::npos);
+        }
+        ::unsetenv(gone);
+    }
     ::setenv("TUTTI_SHM_READV_PERCENT", "320", 1);
     shm::apply_environment(opts);
     CHECK(opts.readv_percent == std::optional<std::uint32_t>(320));
