@@ -120,19 +120,23 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
     int iterations = scheduled_iterations(s, l);
     t.warmup = warmup_iterations(s, iterations);
     std::size_t next = 0;
-    double warm_seconds = 0;
-    for (int i = 0; i < t.warmup; ++i) {
-        auto& set = next_set(s, l, pool, next);
-        MPI_Barrier(MPI_COMM_WORLD);
-        const auto start = clock_type::now();
-        call.run(set);
-        warm_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
-    }
-    if (t.warmup > 0) {
-        double mine = warm_seconds / t.warmup, slowest = 0;
+    // The slowest rank's mean over `calls` warm-up calls.
+    const auto warm_batch = [&](int calls) {
+        double seconds = 0;
+        for (int i = 0; i < calls; ++i) {
+            auto& set = next_set(s, l, pool, next);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const auto start = clock_type::now();
+            call.run(set);
+            seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+        }
+        double mine = seconds / calls, slowest = 0;
         MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        iterations = iterations_within_limit(s, iterations, slowest);
-    }
+        return slowest;
+    };
+    const auto warm = warm_up(s, t.warmup, warm_batch);
+    t.warmup = warm.calls;
+    if (warm.calls > 0) iterations = iterations_within_limit(s, iterations, warm.settled_seconds);
     double seconds = 0;
     const auto loop_start = clock_type::now();
     for (int i = 0; i < iterations; ++i) {

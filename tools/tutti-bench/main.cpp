@@ -252,12 +252,17 @@ timing time_size(const tutti::communicator& world, RunCalls run_calls,
     int iterations = scheduled_iterations(s, l);
     t.warmup = warmup_iterations(s, iterations);
     std::size_t next = 0;
-    if (t.warmup > 0) {
-        const auto warm = run_calls(next, t.warmup);
-        std::vector<double> mine{warm.call_seconds / t.warmup}, slowest(1);
+    // The slowest rank's mean over `calls` warm-up calls (every rank runs
+    // the same count, so the all_reduce matches).
+    const auto warm_batch = [&](int calls) {
+        const auto warm = run_calls(next, calls);
+        std::vector<double> mine{warm.call_seconds / calls}, slowest(1);
         tutti::wait(world, tutti::all_reduce(world, mine, slowest, tutti::max));
-        iterations = iterations_within_limit(s, iterations, slowest[0]);
-    }
+        return slowest[0];
+    };
+    const auto warm = warm_up(s, t.warmup, warm_batch);
+    t.warmup = warm.calls;
+    if (warm.calls > 0) iterations = iterations_within_limit(s, iterations, warm.settled_seconds);
     const auto timed = run_calls(next, iterations);
     t.iterations = iterations;
     t.sample.mean_us = timed.call_seconds / iterations * 1e6;

@@ -164,7 +164,8 @@ void add_options(CLI::App& app, settings& s) {
         ->capture_default_str();
     app.add_option(
            "-w,--warmup", s.warmup,
-           "calls before the timed ones, not counted (default: a tenth of them, at least 2)")
+           "calls before the timed ones, not counted (default: a tenth of them, at least 10; "
+           "fewer once they have taken --time-limit)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--time-limit", s.time_limit,
                    "seconds per size: fewer timed calls when the warm-up shows they would take "
@@ -260,7 +261,14 @@ int scheduled_iterations(const settings& s, const layout& l) {
 }
 
 int warmup_iterations(const settings& s, int iterations) {
-    return s.warmup >= 0 ? s.warmup : std::max(2, iterations / 10);
+    return s.warmup >= 0 ? s.warmup : std::max(10, iterations / 10);
+}
+
+int next_warmup_batch(const settings& s, int warmup, int done, double seconds_so_far) {
+    if (done >= warmup) return 0;
+    if (done == 0) return std::min(warmup, 2);
+    if (seconds_so_far >= s.time_limit) return 0;
+    return std::min(done, warmup - done);
 }
 
 int iterations_within_limit(const settings& s, int iterations, double warmup_mean_seconds) {

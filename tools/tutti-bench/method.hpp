@@ -44,7 +44,11 @@ struct settings {
     // Timed iterations move about this many bytes per size (fewer calls for
     // large sizes), within [min_iterations, max_iterations].
     std::size_t budget = 256 * mib;
-    // Warm-up calls per size; negative: a tenth of the timed ones, at least 2.
+    // Warm-up calls per size; negative: a tenth of the timed ones, at least
+    // 10 (OSU's count for large messages). The first calls of a size can
+    // take ten times a settled one (fresh pages, connections still growing
+    // their windows: docs/benchmarks.md), and with 2 the time limit cut the
+    // timed calls to ones still settling.
     int warmup = -1;
     // Seconds per size: after the warm-up, the timed calls are cut so that
     // they end within this (for implementations that collapse).
@@ -107,8 +111,34 @@ layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, 
 // Timed calls and warm-up for a layout, before the time limit applies.
 int scheduled_iterations(const settings& s, const layout& l);
 int warmup_iterations(const settings& s, int iterations);
+// The warm-up runs in batches, 2 calls first, then doubling: the next
+// batch's size after `done` calls that took the slowest rank
+// `seconds_so_far`, or 0 once `warmup` calls are done or the time limit is
+// spent (the warm-up of an implementation that collapses stays within about
+// one limit). Every rank reaches the same sizes from the agreed times.
+int next_warmup_batch(const settings& s, int warmup, int done, double seconds_so_far);
+
+// The warm-up calls made, and the slowest rank's mean call in the last batch
+// (0 if none).
+struct warmup_done {
+    int calls = 0;
+    double settled_seconds = 0;
+};
+// Runs the warm-up batch by batch; `run_batch(calls)` makes that many calls
+// and returns the slowest rank's mean.
+template <class RunBatch>
+warmup_done warm_up(const settings& s, int warmup, RunBatch run_batch) {
+    warmup_done done;
+    double spent = 0;
+    while (const int batch = next_warmup_batch(s, warmup, done.calls, spent)) {
+        done.settled_seconds = run_batch(batch);
+        spent += done.settled_seconds * batch;
+        done.calls += batch;
+    }
+    return done;
+}
 // The timed calls that fit in the time limit, given the slowest rank's mean
-// warm-up call.
+// warm-up call (in the last batch, the most settled).
 int iterations_within_limit(const settings& s, int iterations, double warmup_mean_seconds);
 
 // A send and a receive buffer; a pool of them cycles so that successive

@@ -55,8 +55,17 @@ TEST_CASE("schedule: the budget sets the count within its bounds; the time limit
     CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, mib, 2, 0, 0)) == 256);
     CHECK(scheduled_iterations(s, layout_for(collective::all_reduce, 64 * mib, 2, 0, 0)) == 10);
     CHECK(warmup_iterations(s, 1000) == 100);
-    CHECK(warmup_iterations(s, 10) == 2);
+    CHECK(warmup_iterations(s, 10) == 10);
     s.time_limit = 1.0;
+    // Warm-up batches: 2, then doubling, until done or the limit is spent.
+    CHECK(next_warmup_batch(s, 10, 0, 0) == 2);
+    CHECK(next_warmup_batch(s, 10, 2, 0.2) == 2);
+    CHECK(next_warmup_batch(s, 10, 4, 0.3) == 4);
+    CHECK(next_warmup_batch(s, 10, 8, 0.4) == 2);
+    CHECK(next_warmup_batch(s, 10, 10, 0.5) == 0);
+    CHECK(next_warmup_batch(s, 10, 2, 1.0) == 0);
+    CHECK(next_warmup_batch(s, 1, 0, 0) == 1);
+    CHECK(next_warmup_batch(s, 0, 0, 0) == 0);
     CHECK(iterations_within_limit(s, 1000, 0.01) == 100);
     CHECK(iterations_within_limit(s, 1000, 0.0001) == 1000);
     CHECK(iterations_within_limit(s, 1000, 5.0) == 1);
