@@ -46,9 +46,9 @@ struct settings {
     std::size_t budget = 256 * mib;
     // Warm-up calls per size; negative: a tenth of the timed ones, at least
     // 10 (OSU's count for large messages). The first calls of a size can
-    // take ten times a settled one (fresh pages, connections still growing
-    // their windows: docs/benchmarks.md), and with 2 the time limit cut the
-    // timed calls to ones still settling.
+    // take ten times a settled one (pages the kernel copies for the first
+    // time: docs/benchmarks.md), and with 2 the time limit cut the timed
+    // calls to ones still settling.
     int warmup = -1;
     // Seconds per size: after the warm-up, the timed calls are cut so that
     // they end within this (for implementations that collapse).
