@@ -120,36 +120,38 @@ timing time_size(const bench_call& call, std::vector<buffer_set>& pool, const la
     int iterations = scheduled_iterations(s, l);
     t.warmup = warmup_iterations(s, iterations);
     std::size_t next = 0;
-    // The slowest rank's mean over `calls` warm-up calls.
-    const auto warm_batch = [&](int calls) {
-        double seconds = 0;
+    // `calls` calls, each after a barrier and timed alone: their seconds in
+    // all, and the loop's (tutti-bench's run_calls).
+    struct calls_made {
+        double call_seconds = 0;
+        double wall_seconds = 0;
+    };
+    const auto run_calls = [&](int calls) {
+        calls_made made;
+        const auto loop_start = clock_type::now();
         for (int i = 0; i < calls; ++i) {
             auto& set = next_set(s, l, pool, next);
             MPI_Barrier(MPI_COMM_WORLD);
             const auto start = clock_type::now();
             call.run(set);
-            seconds += std::chrono::duration<double>(clock_type::now() - start).count();
+            made.call_seconds += std::chrono::duration<double>(clock_type::now() - start).count();
         }
-        double mine = seconds / calls, slowest = 0;
+        made.wall_seconds = std::chrono::duration<double>(clock_type::now() - loop_start).count();
+        return made;
+    };
+    // The slowest rank's mean over `calls` warm-up calls.
+    const auto warm_batch = [&](int calls) {
+        double mine = run_calls(calls).call_seconds / calls, slowest = 0;
         MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         return slowest;
     };
     const auto warm = warm_up(s, t.warmup, warm_batch);
     t.warmup = warm.calls;
     if (warm.calls > 0) iterations = iterations_within_limit(s, iterations, warm.settled_seconds);
-    double seconds = 0;
-    const auto loop_start = clock_type::now();
-    for (int i = 0; i < iterations; ++i) {
-        auto& set = next_set(s, l, pool, next);
-        MPI_Barrier(MPI_COMM_WORLD);
-        const auto start = clock_type::now();
-        call.run(set);
-        seconds += std::chrono::duration<double>(clock_type::now() - start).count();
-    }
-    const std::chrono::duration<double> loop = clock_type::now() - loop_start;
+    const auto timed = run_calls(iterations);
     t.iterations = iterations;
-    t.sample.mean_us = seconds / iterations * 1e6;
-    t.sample.iteration_us = loop.count() / iterations * 1e6;
+    t.sample.mean_us = timed.call_seconds / iterations * 1e6;
+    t.sample.iteration_us = timed.wall_seconds / iterations * 1e6;
     return t;
 }
 

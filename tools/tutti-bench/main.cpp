@@ -255,8 +255,7 @@ timing time_size(const tutti::communicator& world, RunCalls run_calls,
     // The slowest rank's mean over `calls` warm-up calls (every rank runs
     // the same count, so the all_reduce matches).
     const auto warm_batch = [&](int calls) {
-        const auto warm = run_calls(next, calls);
-        std::vector<double> mine{warm.call_seconds / calls}, slowest(1);
+        std::vector<double> mine{run_calls(next, calls).call_seconds / calls}, slowest(1);
         tutti::wait(world, tutti::all_reduce(world, mine, slowest, tutti::max));
         return slowest[0];
     };

@@ -2245,8 +2245,8 @@ kind_from_environment(const char* variable,
 } // namespace
 
 void apply_environment(options& opts) {
-    // Variables of earlier versions: silently ignored, they would leave a
-    // tuning that no longer happens.
+    // Variables of earlier versions are refused: ignored, they would leave
+    // their user believing in a tuning that no longer happens.
     for (const auto& [gone, instead] :
          {std::pair<const char*, const char*>{"TUTTI_SHM_CELLS_FAR_LINE_NS",
                                               "TUTTI_SHM_CELLS_READV_PERCENT (the rule now "
