@@ -8,6 +8,11 @@
 // small-message time moves with it, so benchmarks/ab.py --calm-below runs
 // this before and after each round and keeps only rounds taken in the quick
 // mode. Prints "line bounce: N ns".
+//
+// With --direct each write is a whole line stored past the caches
+// (MOVDIR64B), as the shared-memory transport's one-line messages may be
+// (TUTTI_SHM_LINE_STORES): the reader then fetches it from memory rather than
+// from the writer's cache, and the figure says which way is quicker here.
 #include <sched.h>
 
 #include <atomic>
@@ -17,6 +22,11 @@
 
 #include <CLI/CLI.hpp>
 #include <pthread.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 #include "two_cpus.hpp"
 
@@ -36,6 +46,32 @@ void bounce(line& mine, const line& peer, long rounds) {
     }
 }
 
+#if defined(__x86_64__)
+bool has_movdir64b() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 28));
+}
+
+// The fences order the store as the transport's store_line_directly does.
+__attribute__((target("movdir64b"))) void bounce_directly(line& mine, const line& peer,
+                                                          long rounds) {
+    alignas(64) long whole[8] = {};
+    for (long k = 1; k <= rounds; ++k) {
+        whole[0] = k;
+        _mm_sfence();
+        _movdir64b(&mine, whole);
+        _mm_sfence();
+        while (peer.value.load(std::memory_order_acquire) < k) {
+        }
+    }
+}
+#else
+bool has_movdir64b() {
+    return false;
+}
+void bounce_directly(line&, const line&, long) {}
+#endif
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -43,7 +79,14 @@ int main(int argc, char** argv) {
     CLI::App app{"line_bounce: the time one cache line takes between two cores, now"};
     app.add_option("-n,--rounds", rounds, "rounds (each one transfer each way)")
         ->check(CLI::PositiveNumber);
+    bool direct = false;
+    app.add_flag("--direct", direct, "write each line past the caches (MOVDIR64B)");
     CLI11_PARSE(app, argc, argv);
+    if (direct && !has_movdir64b()) {
+        std::fprintf(stderr, "line_bounce: --direct needs MOVDIR64B, which this CPU lacks\n");
+        return 2;
+    }
+    const auto run = direct ? bounce_directly : bounce;
 
     const auto found = tutti_bench::first_two_cpus("line_bounce");
     if (!found) return 2;
@@ -58,11 +101,12 @@ int main(int argc, char** argv) {
         // main thread waits for it either way.
         if (!tutti_bench::pin_to(cpus[1]))
             std::fprintf(stderr, "line_bounce: cannot pin to CPU %d; running unpinned\n", cpus[1]);
-        bounce(second_line, first_line, rounds);
+        run(second_line, first_line, rounds);
     });
-    bounce(first_line, second_line, rounds);
+    run(first_line, second_line, rounds);
     other.join();
     const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-    std::printf("line bounce: %.1f ns\n", took.count() / static_cast<double>(rounds));
+    std::printf("line bounce%s: %.1f ns\n", direct ? " (direct stores)" : "",
+                took.count() / static_cast<double>(rounds));
     return 0;
 }

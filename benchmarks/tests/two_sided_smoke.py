@@ -26,6 +26,14 @@ def check(what, command, code, pattern):
 two_cpus = len(os.sched_getaffinity(0)) >= 2
 if two_cpus:
     check("line_bounce", [line_bounce, "-n", "1000"], 0, r"line bounce: [0-9.]+ ns")
+    # Either the figure or the refusal that names the missing instruction.
+    direct = subprocess.run([line_bounce, "-n", "1000", "--direct"], capture_output=True,
+                            text=True, timeout=60)
+    if direct.returncode == 0:
+        check("line_bounce --direct", [line_bounce, "-n", "1000", "--direct"], 0,
+              r"line bounce \(direct stores\): [0-9.]+ ns")
+    else:
+        check("line_bounce --direct", [line_bounce, "--direct"], 2, r"needs MOVDIR64B")
     check("cma_pieces", [cma_pieces, "-m", "64", "-n", "3", "-p", "0,16"], 0,
           r"64 KiB pieces:.*\n.*16 KiB pieces:")
 check("a length of 0", [cma_pieces, "-m", "0"], 105, r"--kib: Value 0 not in range")

@@ -1,6 +1,7 @@
 #include "transports/shm/shm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -600,8 +601,14 @@ private:
     struct line_figure {
         std::uint32_t ns = 0;
         int slowest_peer = 1;
+        // The same round trip with lines stored directly (MOVDIR64B), the
+        // slowest pair's; 0 where not measured.
+        std::uint32_t direct_ns = 0;
     };
     line_figure measure_line_ns();
+    // The line each side of a pair stores directly in setup's bounce: the
+    // first cell of its ring to the other, unused until setup ends.
+    std::byte* direct_probe_line(int from, int to) const { return ring(from, to) + line; }
     std::size_t copy_probe_cell_bytes() const {
         return std::min<std::size_t>(copy_probe_bytes, geo_.depth * geo_.cell_bytes);
     }
@@ -698,11 +705,12 @@ private:
     std::uint64_t idle_rounds_ = 0;
     std::uint64_t mapping_clock_ = 0; // orders uses of peer mappings (least recent is dropped)
     std::exception_ptr first_crash_;
-    bool asymmetric_fences_ = false;  // every rank can use membarrier
-    bool adaptive_lines_ = false;     // options::line_stores::adaptive, and it can choose direct
-    std::uint32_t line_ns_ = 0;       // options::line_ns as agreed at setup
-    std::uint32_t readv_percent_ = 0; // options::readv_percent as agreed at setup
-    bool cells_over_readv_ = false;   // options::cells_readv_percent applies
+    bool asymmetric_fences_ = false;   // every rank can use membarrier
+    bool adaptive_lines_ = false;      // options::line_stores::adaptive, and it can choose direct
+    std::uint32_t line_ns_ = 0;        // options::line_ns as agreed at setup
+    std::uint32_t direct_line_ns_ = 0; // the same with direct stores (0: not measured)
+    std::uint32_t readv_percent_ = 0;  // options::readv_percent as agreed at setup
+    bool cells_over_readv_ = false;    // options::cells_readv_percent applies
     // Messages of this many bytes or more are not read by process_vm_readv
     // (options::slow_readv_cells_threshold, where it applies).
     std::size_t cells_from_ = std::numeric_limits<std::size_t>::max();
@@ -794,9 +802,11 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
             debug("rank {} to rank {}: {} bytes per cell, {} cells, single copy {}, wake-ups {}",
                   rank_, r, geo_.cell_bytes, geo_.depth, cma_to(r) ? by_readv : "off",
                   asymmetric_fences_ ? "fenced by the sleeper (membarrier)" : "fenced by both");
-    debug("rank {}: a line takes {} between the ranks' cores, process_vm_readv {} of the cells' "
-          "time; one-line messages by {}",
+    debug("rank {}: a line takes {} between the ranks' cores{}, process_vm_readv {} of the "
+          "cells' time; one-line messages by {}",
           rank_, line_ns_ ? fmt::format("{} ns", line_ns_) : std::string("an unknown time"),
+          direct_line_ns_ ? fmt::format(" ({} ns stored directly)", direct_line_ns_)
+                          : std::string(),
           readv_percent_ ? fmt::format("{} %", readv_percent_) : std::string("an unknown share"),
           opts_.one_line_stores == options::line_stores::direct ? "direct stores (MOVDIR64B)"
           : adaptive_lines_ ? "ordinary or direct stores, as a timed line's trip says (adaptive)"
@@ -1023,10 +1033,14 @@ void endpoint::agree_link_figures(bootstrap& boot) {
     blob_writer figure;
     figure.put<std::uint32_t>(line.ns);
     figure.put<std::uint32_t>(readv);
+    figure.put<std::uint32_t>(line.direct_ns);
     auto figures = boot.all_gather(figure.bytes());
     blob_reader rank0(figures.at(0), 0);
     line_ns_ = rank0.get<std::uint32_t>();
     readv_percent_ = rank0.get<std::uint32_t>();
+    direct_line_ns_ = rank0.get<std::uint32_t>();
+    if (direct_line_ns_ && !direct_lines_can_pay(direct_line_ns_, line_ns_))
+        adaptive_lines_ = false;
 }
 
 // Rank 0 and each other rank in turn bounce a counter between their probe
@@ -1034,25 +1048,38 @@ void endpoint::agree_link_figures(bootstrap& boot) {
 // writes k on its own, which rank 0 waits for. A round is a round trip, two
 // transfers one after the other, where benchmarks/line_bounce's threads
 // both write first and overlap theirs: this reads twice its figure (110
-// and 450 ns here against 55 and 250). Rank 0 returns the
-// slowest pair's ns per round (each pair's quickest of a few windows, which a
-// preemption cannot make quicker) and that pair's peer, or 0 ns if any pair
-// did not answer in time (agree_link_figures then lets the others go); the
-// others return 0 ns. Bounded: a
-// peer that does not answer costs rank 0 20 ms, and a rank whose turn does
-// not come gives up.
+// and 450 ns here against 55 and 250). Where one-line messages may go by
+// direct stores (adaptive_lines_), the pair then bounces as many rounds
+// with each line stored directly (MOVDIR64B), on the first cell of its
+// rings to each other; round last_round + 1 on rank 0's word tells the peer
+// so. Rank 0 returns the slowest pair's ns per round (each pair's quickest
+// of a few windows, which a preemption cannot make quicker), that pair's
+// peer and its direct figure, or 0 ns if any pair did not answer in time
+// (agree_link_figures then lets the others go); the others return 0 ns.
+// Bounded: a peer that does not answer costs rank 0 20 ms, and a rank whose
+// turn does not come gives up.
 endpoint::line_figure endpoint::measure_line_ns() {
     using clock = std::chrono::steady_clock;
     constexpr std::uint32_t warmup_rounds = 128, window_rounds = 128, windows = 4;
     constexpr std::uint32_t last_round = warmup_rounds + windows * window_rounds;
+    constexpr std::uint32_t direct_rounds_follow = last_round + 1;
     constexpr std::uint64_t round_bits = 0xffffffff; // of rank 0's word
     if (size_ == 1) return {};
     const auto probe = [this](int r) { return std::atomic_ref(block(r).line_probe); };
+    const auto direct_word = [this](int from, int to) {
+        return std::atomic_ref(*reinterpret_cast<std::uint64_t*>(direct_probe_line(from, to)));
+    };
+    // Round k stored directly on the line `from` bounces to `to`.
+    const auto store_direct = [this](int from, int to, std::uint64_t k) {
+        alignas(line) std::array<std::uint64_t, line / sizeof(std::uint64_t)> whole{};
+        whole[0] = k;
+        store_line_directly(direct_probe_line(from, to), whole.data());
+    };
     if (rank_ != 0) {
         // The pairs before ours take ~30 us each, 20 ms if a peer is gone.
         const auto turn_limit = std::chrono::milliseconds(50 + 25 * rank_);
         const auto me = static_cast<std::uint64_t>(rank_);
-        for (std::uint32_t k = 1; k <= last_round; ++k) {
+        for (std::uint32_t k = 1; k <= direct_rounds_follow; ++k) {
             bool ours = false;
             const bool answered = spin_until(
                 [&] {
@@ -1062,24 +1089,29 @@ endpoint::line_figure endpoint::measure_line_ns() {
                 },
                 k == 1 ? clock::duration(turn_limit) : std::chrono::milliseconds(50));
             if (!answered || !ours) return {};
+            if (k == direct_rounds_follow) break;
             probe(rank_).store(k, std::memory_order_release);
+        }
+        for (std::uint32_t k = 1; k <= last_round; ++k) {
+            if (!spin_until(
+                    [&] { return direct_word(0, rank_).load(std::memory_order_acquire) >= k; },
+                    std::chrono::milliseconds(50)))
+                return {};
+            store_direct(rank_, 0, k);
         }
         return {};
     }
-    clock::duration slowest{};
-    int slowest_peer = 1;
-    for (int peer = 1; peer < size_; ++peer) {
-        const auto pair = static_cast<std::uint64_t>(peer) << 32;
+    // Rank 0's side of one pair's bounce: ns per round (the quickest
+    // window's), 0 if the peer did not answer in time.
+    const auto bounce = [&](int peer, auto write, auto answered_by) -> std::uint32_t {
         clock::duration quickest = clock::duration::max();
         auto window_start = clock::now();
         for (std::uint32_t k = 1; k <= last_round; ++k) {
-            probe(0).store(pair | k, std::memory_order_release);
-            const bool answered =
-                spin_until([&] { return probe(peer).load(std::memory_order_acquire) >= k; },
-                           std::chrono::milliseconds(k == 1 ? 20 : 5));
-            if (!answered) {
+            write(k);
+            if (!spin_until([&] { return answered_by() >= k; },
+                            std::chrono::milliseconds(k == 1 ? 20 : 5))) {
                 debug("rank {} did not answer the line bounce in time: line_ns unknown", peer);
-                return {};
+                return 0;
             }
             if (k >= warmup_rounds && (k - warmup_rounds) % window_rounds == 0) {
                 const auto now = clock::now();
@@ -1087,15 +1119,31 @@ endpoint::line_figure endpoint::measure_line_ns() {
                 window_start = now;
             }
         }
-        if (quickest > slowest) {
-            slowest = quickest;
-            slowest_peer = peer;
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(quickest).count();
+        return static_cast<std::uint32_t>(
+            std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds));
+    };
+    line_figure slowest{};
+    for (int peer = 1; peer < size_; ++peer) {
+        const auto pair = static_cast<std::uint64_t>(peer) << 32;
+        const auto ns = bounce(
+            peer, [&](std::uint32_t k) { probe(0).store(pair | k, std::memory_order_release); },
+            [&] { return probe(peer).load(std::memory_order_acquire); });
+        if (ns == 0) return {};
+        std::uint32_t direct_ns = 0;
+        if (adaptive_lines_) {
+            probe(0).store(pair | direct_rounds_follow, std::memory_order_release);
+            direct_ns = bounce(
+                peer, [&](std::uint32_t k) { store_direct(0, peer, k); },
+                [&] { return direct_word(peer, 0).load(std::memory_order_acquire); });
+            // The rings' first cells as they were (the peer wrote its last).
+            std::memset(direct_probe_line(0, peer), 0, line);
+            std::memset(direct_probe_line(peer, 0), 0, line);
+            if (direct_ns == 0) return {};
         }
+        if (ns > slowest.ns) slowest = {ns, peer, direct_ns};
     }
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slowest).count();
-    return {static_cast<std::uint32_t>(
-                std::max<std::int64_t>(1, (ns + window_rounds / 2) / window_rounds)),
-            slowest_peer};
+    return slowest;
 }
 
 // Rank 0 and `peer` time the two ways a private buffer its owner has just
@@ -2292,6 +2340,10 @@ void apply_environment(options& opts) {
 }
 
 // CPUID leaf 7, ECX bit 28.
+bool direct_lines_can_pay(std::uint32_t direct_ns, std::uint32_t line_ns) noexcept {
+    return direct_ns < std::max(direct_lines_pay_below_ns, line_ns);
+}
+
 bool has_direct_line_stores() noexcept {
 #if defined(__x86_64__)
     static const bool has = [] {

@@ -210,8 +210,12 @@ struct options {
     // row switch that receiver's one-line messages to direct stores for the
     // next 4096, after which timing starts again. Where the CPU lacks
     // MOVDIR64B, or ranks outnumber cores (a timed line may then include a
-    // preemption), adaptive means cached; direct without MOVDIR64B is a
-    // tutti::error.
+    // preemption), adaptive means cached; so it does where setup's bounce of
+    // directly stored lines (beside line_ns's) says they cannot pay
+    // (direct_lines_can_pay: on an Intel VM whose line took ~390 ns there and
+    // back, ~650 stored directly, adaptive had switched to direct stores and
+    // made 8-byte calls 1.3-1.4 times as slow; docs/performance.md,
+    // forty-third session). Direct without MOVDIR64B is a tutti::error.
     // TUTTI_SHM_LINE_STORES=adaptive|cached|direct.
     enum class line_stores { adaptive, cached, direct };
     line_stores one_line_stores = line_stores::adaptive;
@@ -297,6 +301,15 @@ public:
 // Whether this CPU writes a line past the caches in one piece (MOVDIR64B),
 // which options::line_stores::direct needs.
 bool has_direct_line_stores() noexcept;
+
+// Whether one-line messages stored directly can ever beat ordinary stores
+// between two cores whose line, bounced at setup, takes line_ns there and
+// back, and direct_ns stored directly: only where the direct trip is below
+// the ordinary one now, or below the trip at which options::line_stores::
+// adaptive's timed lines would switch (direct_lines_pay_below_ns). Where it
+// is not, adaptive means cached.
+inline constexpr std::uint32_t direct_lines_pay_below_ns = 600;
+bool direct_lines_can_pay(std::uint32_t direct_ns, std::uint32_t line_ns) noexcept;
 
 // Every rank of the bootstrap must call this (it is collective) and be on
 // this node. Creates, maps and then unlinks "/tutti-<job_id>-shm", so a crash
