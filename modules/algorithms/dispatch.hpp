@@ -129,6 +129,9 @@ public:
         return work_.await_suspend(awaiting);
     }
     void await_resume() { work_.await_resume(); }
+    // The algorithm's task, for tutti::wait, which runs it as the root of
+    // its own chain instead of from an awaiting coroutine.
+    task<void>& task_in_place() noexcept { return work_; }
 
 private:
     call_context context_;
@@ -222,11 +225,7 @@ public:
     // Prepared before the awaiting coroutine suspends: a bad input or a
     // failed choice throws from the co_await, as from a function.
     bool await_ready() {
-        if (run_) throw_started(Args::kind);
-        auto ready = prepare_(comm_.get(), std::as_const(options_), operation_);
-        args_ = ready.args;
-        auto call = begin_call(comm_.get(), Args::kind, options_);
-        run_.emplace(call, 0, choose_phase<Args>(call, ready.signature, options_.algorithm), args_);
+        prepare();
         return false;
     }
     template <class Promise>
@@ -240,8 +239,28 @@ public:
         return as_task(std::move(*this));
     }
 
+    // tutti::wait's way in: prepared as await_ready prepares, and the
+    // algorithm's task handed over to run as the root of a chain, so that
+    // no coroutine of wait's own awaits this object. That coroutine (its
+    // frame, start and end) was about 25 of the 50-60 ns a blocking 8-byte
+    // barrier or all_reduce took beyond the awaited call here
+    // (benchmarks/blocking_latency; docs/performance.md, forty-third
+    // session). await_resume() then gives the outcome.
+    task<void>& prepare_in_place() {
+        prepare();
+        return run_->task_in_place();
+    }
+
 private:
     static task<void> as_task(single_phase_call call) { co_await call; }
+
+    void prepare() {
+        if (run_) throw_started(Args::kind);
+        auto ready = prepare_(comm_.get(), std::as_const(options_), operation_);
+        args_ = ready.args;
+        auto call = begin_call(comm_.get(), Args::kind, options_);
+        run_.emplace(call, 0, choose_phase<Args>(call, ready.signature, options_.algorithm), args_);
+    }
 
     call_communicator comm_;
     call_options options_;

@@ -335,7 +335,6 @@ public:
     void start() { coroutine_.resume(); }
     // At its final suspension (continuation_ is empty, so it returns there).
     bool done() const noexcept { return coroutine_.done(); }
-    T take() { return coroutine_.promise().take(); }
 
 private:
     std::coroutine_handle<promise<T>> coroutine_;

@@ -18,14 +18,17 @@
 
 namespace tutti {
 
+namespace detail {
+// Runs `work` on the communicator's io_context in this thread until it
+// completes; its outcome stays in it (work.await_resume()).
 template <class T>
-T wait(const communicator& comm, task<T> work) {
+void run_to_end(const communicator& comm, task<T>& work) {
     auto& context = comm.context();
     // The task runs on this thread from here, in a chain of this frame: no
     // spawned coroutine, no hand-over through the context's queue at its
     // start or end (detail::run_here).
-    detail::chain here(context.get_executor(), detail::chain::untracked_t{});
-    detail::run_here<T> run(work, here);
+    chain here(context.get_executor(), chain::untracked_t{});
+    run_here<T> run(work, here);
     // A transport whose events come through the context is run (not
     // polled), and run_one() must block, not return for want of work. A
     // polled one is never waited on in run_one(), and there the guard would
@@ -53,7 +56,13 @@ T wait(const communicator& comm, task<T> work) {
         }
     }
     if (escaped) std::rethrow_exception(escaped);
-    return run.take();
+}
+} // namespace detail
+
+template <class T>
+T wait(const communicator& comm, task<T> work) {
+    detail::run_to_end(comm, work);
+    return work.await_resume();
 }
 
 namespace detail {
@@ -71,9 +80,15 @@ task<void> await_in_place(Call& call) {
 template <converts_to_task Work>
 void wait(const communicator& comm, Work work) {
     if constexpr (requires(Work & w) {
-                      { w.await_ready() } -> std::convertible_to<bool>;
+                      { w.prepare_in_place() } -> std::same_as<task<void>&>;
                       w.await_resume();
-                  })
+                  }) {
+        detail::run_to_end(comm, work.prepare_in_place());
+        work.await_resume();
+    } else if constexpr (requires(Work & w) {
+                             { w.await_ready() } -> std::convertible_to<bool>;
+                             w.await_resume();
+                         })
         wait(comm, detail::await_in_place(work));
     else
         wait(comm, task<void>(std::move(work)));
