@@ -47,6 +47,8 @@ void bounce(line& mine, const line& peer, long rounds) {
 }
 
 #if defined(__x86_64__)
+// tutti::shm::has_direct_line_stores's test, repeated: this program stands
+// alone, without the library and its headers.
 bool has_movdir64b() {
     unsigned a = 0, b = 0, c = 0, d = 0;
     return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 28));

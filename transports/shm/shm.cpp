@@ -2339,11 +2339,11 @@ void apply_environment(options& opts) {
         opts.one_line_stores = *kind;
 }
 
-// CPUID leaf 7, ECX bit 28.
 bool direct_lines_can_pay(std::uint32_t direct_ns, std::uint32_t line_ns) noexcept {
     return direct_ns < std::max(direct_lines_pay_below_ns, line_ns);
 }
 
+// CPUID leaf 7, ECX bit 28.
 bool has_direct_line_stores() noexcept {
 #if defined(__x86_64__)
     static const bool has = [] {
