@@ -188,6 +188,10 @@ struct peer {
     bool goodbye_received = false;
     bool reader_done = true;
     std::exception_ptr failure; // why sends to it fail (closed or lost)
+    // While its reader waits for the receive of a large message
+    // (core::await_receive): the timer it waits on, which a receive posted
+    // for this peer cancels.
+    asio::steady_timer* awaiting_receive = nullptr;
 };
 
 // options::congestion_control's choice for a connection within this host,
@@ -281,6 +285,8 @@ private:
     asio::awaitable<void> deliver(const message_header& m, std::span<const std::byte> payload);
     asio::awaitable<std::optional<mailbox::claimed_receive>>
     claim_or_make_room(const message_header& m);
+    asio::awaitable<std::optional<mailbox::claimed_receive>> await_receive(int src,
+                                                                           const message_header& m);
     void account_unexpected(const message_header& m);
     void reader_ended(int src, const socket_ptr& socket, std::exception_ptr failure);
 
@@ -315,6 +321,8 @@ private:
     std::uint64_t unexpected_bytes_ = 0;
     asio::steady_timer room_;
     int waiting_for_room_ = 0;
+    // options::unposted_wait_ns_per_byte, or the environment's.
+    double unposted_wait_ns_per_byte_ = 0;
 };
 
 core::core(bootstrap& boot, asio::io_context& context, options opts)
@@ -332,6 +340,23 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
     if (auto poll = environment("TUTTI_TCP_BUSY_POLL")) busy_poll_ = *poll != "0";
     congestion_control_ = environment("TUTTI_TCP_CONGESTION").value_or(opts_.congestion_control);
     check_congestion_control(congestion_control_);
+    // Up to a million: over a second per byte is no bound, and a NaN none.
+    const auto valid_wait = [](double ns) { return ns >= 0 && ns <= 1e6; };
+    unposted_wait_ns_per_byte_ = opts_.unposted_wait_ns_per_byte;
+    if (!valid_wait(unposted_wait_ns_per_byte_))
+        throw error(errc::invalid_argument,
+                    fmt::format("tcp transport: unposted_wait_ns_per_byte of {}; it must be from 0 "
+                                "to 1000000",
+                                unposted_wait_ns_per_byte_));
+    if (auto text = environment("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE")) {
+        char* end = nullptr;
+        unposted_wait_ns_per_byte_ = std::strtod(text->c_str(), &end);
+        if (*end != '\0' || !valid_wait(unposted_wait_ns_per_byte_))
+            throw error(errc::invalid_argument,
+                        fmt::format("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE='{}' is not a number of "
+                                    "nanoseconds per byte from 0 to 1000000",
+                                    *text));
+    }
     peers_.resize(static_cast<std::size_t>(size_));
 
     // Where to listen: the options, the environment, the bootstrap, the host.
@@ -805,6 +830,8 @@ request core::irecv(const message_header& expected, std::span<std::byte> into, b
     const int src = expected.key.source;
     if (src >= 0 && src < size_ && src != rank_) {
         auto& p = peer_of(src);
+        // Its reader may be waiting for this very receive.
+        if (p.awaiting_receive) p.awaiting_receive->cancel();
         if (p.state == peer_state::closed || p.state == peer_state::lost)
             mailbox_.fail_source(src, p.failure);
     }
@@ -835,6 +862,38 @@ core::claim_or_make_room(const message_header& m) {
         --waiting_for_room_;
         if (closing_) throw asio::system_error(asio::error::operation_aborted);
     }
+}
+
+// The receive of a large message m from src that arrived before it
+// (options::unposted_wait_ns_per_byte): waits for it to be posted, up to the
+// bound, and claims it; nullopt if it was not posted in time (or room for m
+// where the unexpected bytes are bounded, as claim_or_make_room).
+asio::awaitable<std::optional<mailbox::claimed_receive>>
+core::await_receive(int src, const message_header& m) {
+    const auto wait = std::chrono::nanoseconds(
+        static_cast<std::int64_t>(unposted_wait_ns_per_byte_ * static_cast<double>(m.bytes)));
+    if (wait.count() <= 0) co_return std::nullopt;
+    ++counters_.unposted_waits;
+    const auto deadline = clock::now() + wait;
+    asio::steady_timer timer(context_, deadline);
+    auto& p = peer_of(src);
+    p.awaiting_receive = &timer;
+    struct forget {
+        peer& p;
+        ~forget() { p.awaiting_receive = nullptr; }
+    } forget_on_exit{p};
+    while (!closing_) {
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (closing_) break;
+        if (auto claimed = mailbox_.claim(m)) co_return claimed;
+        if (clock::now() >= deadline) break;
+        timer.expires_at(deadline); // woken by a receive for another message
+    }
+    if (closing_) throw asio::system_error(asio::error::operation_aborted);
+    auto claimed = co_await claim_or_make_room(m);
+    if (!claimed) ++counters_.staged_messages;
+    co_return claimed;
 }
 
 asio::awaitable<void> core::deliver(const message_header& m, std::span<const std::byte> payload) {
@@ -895,9 +954,11 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                     begin += n;
                     continue;
                 }
-                // Large: straight into the posted receive, else into a buffer
-                // of its own that the mailbox then keeps.
+                // Large: straight into the posted receive (waited for a
+                // while if it is not posted yet), else into a buffer of its
+                // own that the mailbox then keeps.
                 auto claimed = co_await claim_or_make_room(m);
+                if (!claimed) claimed = co_await await_receive(src, m);
                 std::optional<scratch_block> staging;
                 const auto into = mailbox::landing(claimed, n, staging);
                 const std::size_t buffered = std::min(n, end - begin);
@@ -1061,6 +1122,8 @@ void core::shutdown() {
                           error(errc::peer_lost, "tcp transport: shut down with sends pending")));
     }
     room_.cancel();
+    for (auto& p : peers_)
+        if (p.awaiting_receive) p.awaiting_receive->cancel();
     // Receives still posted (from a peer that left without its goodbye
     // reaching us) end too: dropped with the mailbox, their waiters would
     // never finish.

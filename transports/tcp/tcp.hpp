@@ -41,6 +41,21 @@ struct options {
     // rank keeps; a peer exceeding it is read no further until receives are
     // posted (TCP's flow control then holds the sender back).
     std::uint64_t max_unexpected_bytes = std::uint64_t{1} << 31;
+    // A large message (over 128 KiB) whose receive is not posted yet when it
+    // arrives: its reader waits up to this many nanoseconds per byte (1 MiB:
+    // ~1 ms at 1.0) for the receive, reading nothing more from that peer
+    // meanwhile, and reads the message straight into it; only after that
+    // does it read the message into a buffer of its own, to be copied again
+    // when the receive comes. Open MPI's TCP path reads such messages into
+    // their receives alone (a rendezvous); at 4 ranks over loopback, staging
+    // took a fifth to two thirds of the bytes of 1-16 MiB collectives
+    // through that second copy, and waiting made the 4 and 16 MiB ones
+    // 0.70-0.93 as long (docs/performance.md, forty-fourth session). The
+    // bound keeps a program that awaits a later message of the same peer
+    // first from waiting on this one for long: about as long as the message
+    // takes to arrive. 0: stage at once. TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE
+    // overrides it.
+    double unposted_wait_ns_per_byte = 1.0;
     // true: a waiting rank polls its sockets (spinning, then yielding, then
     // blocking, as over shared memory) instead of blocking in the io_context
     // at once: an 8-byte all_reduce over loopback takes ~5.5 us instead of
@@ -72,6 +87,11 @@ struct options {
 struct counters {
     std::uint64_t frames_sent = 0, frames_received = 0, connections = 0, rejected_connections = 0,
                   bad_frames = 0;
+    // Large messages that arrived before their receive (options::
+    // unposted_wait_ns_per_byte): how many the reader waited for, and how
+    // many of those it then read into a buffer of their own, their receive
+    // not posted in time.
+    std::uint64_t unposted_waits = 0, staged_messages = 0;
     // The congestion control of the last connection made, as its socket
     // reports it ("" before the first, or where the system cannot tell).
     std::array<char, 16> congestion_control{};

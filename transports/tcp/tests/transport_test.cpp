@@ -10,12 +10,14 @@
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
@@ -387,6 +389,109 @@ TEST_CASE("tcp transport: early messages beyond max_unexpected_bytes wait for th
     run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
 }
 
+namespace {
+
+// Runs the context until `holds` or 20 s have passed; whether it holds.
+template <class Holds>
+bool run_until(asio::io_context& io, Holds holds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!holds() && std::chrono::steady_clock::now() < deadline) {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds(10));
+    }
+    return holds();
+}
+
+using frame_list = std::vector<std::pair<message_header, std::vector<std::byte>>>;
+
+asio::awaitable<void> write_frames(std::shared_ptr<ip::tcp::socket> s, frame_list frames) {
+    for (auto& frame : frames)
+        co_await write_frame(*s, tcp::frame_kind::data, frame.first, std::move(frame.second));
+}
+
+// Frames written one after the other, not awaited: the transport may hold
+// their bytes back (it reads no further while it waits for a receive).
+void write_frames_soon(asio::io_context& io, std::shared_ptr<ip::tcp::socket> s,
+                       frame_list frames) {
+    start(io, write_frames(std::move(s), std::move(frames)), [](std::exception_ptr) {});
+}
+
+constexpr std::size_t large_message = 512 * 1024; // read past the reader's buffer
+
+// The environment's setting overrides the options these tests set.
+bool unposted_wait_set_outside() {
+    if (!std::getenv("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE")) return false;
+    MESSAGE("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE is set, which overrides the options tested here");
+    return true;
+}
+
+// A transport whose readers wait `ns_per_byte` for the receives of large
+// messages, and the test's connection to it as rank 1.
+struct waiting_reader {
+    explicit waiting_reader(double ns_per_byte) {
+        auto o = test_options();
+        o.unposted_wait_ns_per_byte = ns_per_byte;
+        t = tcp::create_transport(boot, io, o);
+        s = run(io, connect(t->endpoint(), secret_hex));
+    }
+    asio::io_context io;
+    fake_bootstrap boot{{"127.0.0.1:9"}};
+    std::shared_ptr<tcp::transport> t;
+    std::shared_ptr<ip::tcp::socket> s;
+};
+
+} // namespace
+
+TEST_CASE("tcp transport: a large message waits for its receive and lands straight in it") {
+    if (unposted_wait_set_outside()) return;
+    waiting_reader w(20000); // 10 s for the message: longer than the test waits
+    auto& [io, boot, t, s] = w;
+    write_frames_soon(io, s, {{data_header(1, 0, 0), pattern(large_message, 3)}});
+    REQUIRE(run_until(io, [&] { return t->counters().unposted_waits == 1; }));
+    std::vector<std::byte> into(large_message);
+    auto r = t->irecv(data_header(1, into.size(), 0), into);
+    CHECK(outcome(io, r).empty());
+    CHECK(into == pattern(large_message, 3));
+    CHECK(t->counters().staged_messages == 0);
+    run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+}
+
+TEST_CASE("tcp transport: a large message not received in time is kept, and what follows it "
+          "comes through") {
+    if (unposted_wait_set_outside()) return;
+    waiting_reader w(40); // ~21 ms for the message
+    auto& [io, boot, t, s] = w;
+    // The program awaits the second message first, as it may: the first
+    // cannot wait for its receive forever.
+    write_frames_soon(io, s,
+                      {{data_header(1, 0, 0), pattern(large_message, 4)},
+                       {data_header(1, 0, 1), pattern(100, 5)}});
+    std::vector<std::byte> second(100);
+    auto r2 = t->irecv(data_header(1, second.size(), 1), second);
+    CHECK(outcome(io, r2).empty());
+    CHECK(second == pattern(100, 5));
+    CHECK(t->counters().unposted_waits == 1);
+    CHECK(t->counters().staged_messages == 1);
+    std::vector<std::byte> first(large_message);
+    auto r1 = t->irecv(data_header(1, first.size(), 0), first);
+    CHECK(r1->done());
+    CHECK(outcome(io, r1).empty());
+    CHECK(first == pattern(large_message, 4));
+    run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+}
+
+TEST_CASE("tcp transport: shutting down while a large message waits for its receive") {
+    if (unposted_wait_set_outside()) return;
+    waiting_reader w(1e6); // ~9 minutes for the message
+    auto& [io, boot, t, s] = w;
+    write_frames_soon(io, s, {{data_header(1, 0, 0), pattern(large_message, 6)}});
+    REQUIRE(run_until(io, [&] { return t->counters().unposted_waits == 1; }));
+    // Returns (the waiting reader ends with the transport) instead of
+    // waiting out the bound; a hang here fails the suite's timeout.
+    t.reset();
+    io.poll();
+}
+
 TEST_CASE("tcp transport: an unreachable peer is named with its address") {
     asio::io_context io;
     // A port nobody listens on any more, and one that listens but never answers.
@@ -425,6 +530,18 @@ TEST_CASE("tcp transport: bad options are refused with the reason") {
     o.connect_timeout = std::chrono::milliseconds(0);
     CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o), doctest::Contains("connect_timeout"),
                          error);
+    o = test_options();
+    o.unposted_wait_ns_per_byte = -1;
+    CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o),
+                         doctest::Contains("unposted_wait_ns_per_byte of -1"), error);
+    if (!unposted_wait_set_outside()) {
+        o = test_options();
+        ::setenv("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE", "soon", 1);
+        CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, o),
+                             doctest::Contains("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE='soon'"),
+                             error);
+        ::unsetenv("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE");
+    }
 }
 
 namespace {
