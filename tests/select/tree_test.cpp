@@ -253,7 +253,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
           "pairwise");
     // Broadcast: up to 2 MiB the root sends to every rank up to 8 ranks and
     // through a binomial tree beyond, then a pipelined chain from 4 ranks;
-    // the TCP section keeps a binomial tree up to 4 ranks and scatters
+    // the TCP section keeps a binomial tree up to 8 ranks and scatters
     // long buffers beyond.
     call_signature bcast{.kind = collective::broadcast, .comm_size = 8, .bytes = 32768};
     CHECK(tree.walk(bcast) == "linear");
@@ -269,6 +269,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     bcast.comm_size = 4;
     CHECK(tree.walk(bcast) == "binomial");
     bcast.comm_size = 8;
+    CHECK(tree.walk(bcast) == "binomial");
+    bcast.comm_size = 9;
     CHECK(tree.walk(bcast) == "scatter_allgather");
     // Gather and scatter: the root exchanges with every rank directly up to
     // 8 ranks, through a binomial tree beyond.
