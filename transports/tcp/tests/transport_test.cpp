@@ -75,6 +75,17 @@ void start(asio::io_context& io, task<T> work, Handler handler) {
     spawn(io, std::move(work), std::move(handler));
 }
 
+// Runs the context until `holds` or 20 s have passed; whether it holds.
+template <class Holds>
+bool run_until(asio::io_context& io, Holds holds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!holds() && std::chrono::steady_clock::now() < deadline) {
+        if (io.stopped()) io.restart();
+        io.run_one_for(std::chrono::milliseconds(10));
+    }
+    return holds();
+}
+
 // Runs the context until the coroutine ends; fails the test after 20 s.
 template <class Work, class T = typename Work::value_type>
 T run(asio::io_context& io, Work work) {
@@ -94,24 +105,16 @@ T run(asio::io_context& io, Work work) {
             done = true;
         });
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done && std::chrono::steady_clock::now() < deadline) {
-        if (io.stopped()) io.restart();
-        io.run_one_for(std::chrono::milliseconds(10));
-    }
-    REQUIRE_MESSAGE(done, "the test's peer did not finish within 20 s");
+    REQUIRE_MESSAGE(run_until(io, [&] { return done; }),
+                    "the test's peer did not finish within 20 s");
     if (failure) std::rethrow_exception(failure);
     if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
 // Runs the context until the request completes; its error text, "" on success.
 std::string outcome(asio::io_context& io, const request& r, errc expected = errc::peer_lost) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!r->done() && std::chrono::steady_clock::now() < deadline) {
-        if (io.stopped()) io.restart();
-        io.run_one_for(std::chrono::milliseconds(10));
-    }
-    REQUIRE_MESSAGE(r->done(), "the request did not complete within 20 s");
+    REQUIRE_MESSAGE(run_until(io, [&] { return r->done(); }),
+                    "the request did not complete within 20 s");
     bool finished = false;
     std::string text;
     spawn(
@@ -390,17 +393,6 @@ TEST_CASE("tcp transport: early messages beyond max_unexpected_bytes wait for th
 }
 
 namespace {
-
-// Runs the context until `holds` or 20 s have passed; whether it holds.
-template <class Holds>
-bool run_until(asio::io_context& io, Holds holds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!holds() && std::chrono::steady_clock::now() < deadline) {
-        if (io.stopped()) io.restart();
-        io.run_one_for(std::chrono::milliseconds(10));
-    }
-    return holds();
-}
 
 using frame_list = std::vector<std::pair<message_header, std::vector<std::byte>>>;
 
