@@ -53,6 +53,7 @@ void add_communicator(call_signature& signature, const communicator& comm) {
     const auto capabilities = transport.capabilities();
     signature.single_copy = capabilities.single_copy;
     signature.line_ns = capabilities.line_ns;
+    signature.readv_percent = capabilities.readv_percent;
 }
 
 namespace {
@@ -74,7 +75,7 @@ struct choice_key {
 };
 
 // A field added to call_signature must be added to the key too, unless, as
-// line_ns, it is the communicator's for good (the remembered choice is the
+// line_ns and readv_percent, it is the communicator's for good (the remembered choice is the
 // communicator's). This check catches an addition that changes the
 // signature's size; a small field that fits in existing padding (a bool
 // after node_consecutive) it does not.

@@ -108,6 +108,8 @@ struct call_signature {
     // The transport's transport_capabilities::line_ns: how long a cache line
     // takes there and back between the ranks' cores, in ns (0: unknown).
     std::uint32_t line_ns = 0;
+    // The transport's transport_capabilities::readv_percent (0: unknown).
+    std::uint32_t readv_percent = 0;
 
     friend bool operator==(const call_signature& a, const call_signature& b) noexcept {
         // Every call compares its signature with the last decision's: the
@@ -124,7 +126,7 @@ struct call_signature {
                (a.equal_counts == b.equal_counts) & (a.has_hierarchy == b.has_hierarchy) &
                (a.single_copy == b.single_copy) & (a.ranks_per_node == b.ranks_per_node) &
                (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) &
-               (a.line_ns == b.line_ns) & same_transport;
+               (a.line_ns == b.line_ns) & (a.readv_percent == b.readv_percent) & same_transport;
     }
 };
 

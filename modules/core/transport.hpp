@@ -35,6 +35,13 @@ struct transport_capabilities {
     // every rank, so selection may branch on it. 0: unknown (ranks that
     // share cores, other transports).
     std::uint32_t line_ns = 0;
+    // How long process_vm_readv takes to read a buffer its owner has just
+    // written, as a percentage of the time its two copies through the
+    // shared-memory cells take (timed at setup between rank 0 and the
+    // slowest pair's peer); the same on every rank. Where it is high, the
+    // kernel copies slowly across these cores, whatever line_ns says. 0:
+    // unknown (ranks that share cores, no single copy, other transports).
+    std::uint32_t readv_percent = 0;
 };
 
 class transport {

@@ -359,7 +359,7 @@ std::string selection_explanation::text() const {
         out += '\n';
     };
     line(fmt::format(
-        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}{}",
+        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}{}{}",
         to_string(call.kind), call.comm_size, call.bytes,
         call.has_op ? (call.commutative ? ", commutative op" : ", non-commutative op") : "",
         call.has_op && !call.builtin_op ? " (user function)" : "",
@@ -369,6 +369,9 @@ std::string selection_explanation::text() const {
         call.has_hierarchy ? ", hierarchy" : ", no hierarchy",
         call.line_ns
             ? fmt::format(", a line takes {} ns there and back between cores", call.line_ns)
+            : "",
+        call.readv_percent
+            ? fmt::format(", process_vm_readv takes {} % of the cells' time", call.readv_percent)
             : ""));
     for (const auto& note : notes)
         line("  override: " + note);

@@ -236,9 +236,13 @@ private:
 
     void set_variable(node& n, const std::string& name, const std::string& pointer) {
         static const std::map<std::string, variable, std::less<>> thresholds = {
-            {"comm_size", variable::comm_size}, {"bytes", variable::bytes},
-            {"avg_bytes", variable::avg_bytes}, {"ranks_per_node", variable::ranks_per_node},
-            {"nodes", variable::nodes},         {"line_ns", variable::line_ns},
+            {"comm_size", variable::comm_size},
+            {"bytes", variable::bytes},
+            {"avg_bytes", variable::avg_bytes},
+            {"ranks_per_node", variable::ranks_per_node},
+            {"nodes", variable::nodes},
+            {"line_ns", variable::line_ns},
+            {"readv_percent", variable::readv_percent},
         };
         if (name == "transport") {
             n.var = variable::transport;
@@ -250,7 +254,7 @@ private:
         } else {
             fail(pointer, fmt::format("unknown condition '{}'; discrete: transport or a "
                                       "restriction ({}); thresholds: comm_size, bytes, avg_bytes, "
-                                      "ranks_per_node, nodes, line_ns",
+                                      "ranks_per_node, nodes, line_ns, readv_percent",
                                       name, flag_names()));
         }
     }
@@ -389,6 +393,8 @@ std::uint64_t decision_tree::value_of(variable v, const call_signature& call) no
         return call.nodes > 0 ? static_cast<std::uint64_t>(call.nodes) : 1;
     case variable::line_ns:
         return call.line_ns;
+    case variable::readv_percent:
+        return call.readv_percent;
     case variable::flag:
     case variable::transport:
         break;

@@ -4,7 +4,8 @@
 // first discrete conditions (a restriction holds or not, the transport's
 // kind), then thresholds (communicator size, bytes, average bytes per rank,
 // ranks per node, node count, line_ns: how long a cache line takes there
-// and back between the ranks' cores, 0 when unknown), down to a leaf that
+// and back between the ranks' cores, readv_percent: process_vm_readv's time
+// against the shared-memory cells', both 0 when unknown), down to a leaf that
 // names an algorithm.
 //
 //   "all_reduce": {
@@ -82,7 +83,8 @@ private:
         avg_bytes,
         ranks_per_node,
         nodes,
-        line_ns
+        line_ns,
+        readv_percent
     };
 
     struct branch {

@@ -168,15 +168,22 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
     }
 }
 
-TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far") {
+TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far and the "
+          "kernel copies slowly") {
     info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 2 << 20};
     d.line_ns = 450;
+    d.readv_percent = 300;
     auto why = explain_call(d);
     CHECK(why.chosen == "segmented_binomial");
     CHECK(contains(why.text(), "a line takes 450 ns there and back between cores"));
-    REQUIRE(!why.pure_path.empty());
+    CHECK(contains(why.text(), "process_vm_readv takes 300 % of the cells' time"));
+    REQUIRE(why.pure_path.size() >= 3);
     CHECK(why.pure_path.back().branch == "segmented_binomial");
-    CHECK(why.pure_path[why.pure_path.size() - 2].reason == "line_ns = 450");
+    CHECK(why.pure_path[why.pure_path.size() - 2].reason == "readv_percent = 300");
+    CHECK(why.pure_path[why.pure_path.size() - 3].reason == "line_ns = 450");
+    d.readv_percent = 114;
+    CHECK(explain_call(d).chosen == "rabenseifner");
+    d.readv_percent = 300;
     d.line_ns = 110;
     CHECK(explain_call(d).chosen == "rabenseifner");
     d.line_ns = 0; // unknown: as near

@@ -147,6 +147,7 @@ call_signature signature_of(const call_description& d) {
     s.ranks_per_node = d.ranks_per_node;
     s.nodes = d.nodes;
     s.line_ns = d.line_ns;
+    s.readv_percent = d.readv_percent;
     s.node_consecutive = !d.interleaved_nodes;
     return s;
 }
@@ -164,6 +165,7 @@ nlohmann::json to_json(const selection_explanation& why) {
         {"nodes", c.nodes > 0 ? c.nodes : 1},
         {"node_consecutive", c.node_consecutive},
         {"line_ns", c.line_ns},
+        {"readv_percent", c.readv_percent},
         {"equal_counts", c.equal_counts},
     };
     if (c.has_op) {
@@ -277,11 +279,9 @@ std::string topology_text() {
 }
 
 nlohmann::json capabilities_json(const transport_capabilities& c) {
-    return {{"single_copy", c.single_copy},
-            {"remote_memory_access", c.remote_memory_access},
-            {"latency_us", c.latency_us},
-            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
-            {"line_ns", c.line_ns}};
+    return {{"single_copy", c.single_copy}, {"remote_memory_access", c.remote_memory_access},
+            {"latency_us", c.latency_us},   {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
+            {"line_ns", c.line_ns},         {"readv_percent", c.readv_percent}};
 }
 
 } // namespace tutti::info

@@ -42,10 +42,13 @@ void print_job_transport(bool json) {
             std::puts(out.dump(2).c_str());
         } else {
             fmt::print("this job's transport: {} ({} ranks): single copy {}, remote memory "
-                       "access {}, ~{} us, ~{} GB/s, a line between the ranks' cores {}\n",
+                       "access {}, ~{} us, ~{} GB/s, a line between the ranks' cores {}, "
+                       "process_vm_readv {}\n",
                        t.name(), job.size(), c.single_copy ? "yes" : "no",
                        c.remote_memory_access ? "yes" : "no", c.latency_us, c.bandwidth_gb_per_s,
-                       c.line_ns ? fmt::format("{} ns", c.line_ns) : std::string("unknown"));
+                       c.line_ns ? fmt::format("{} ns", c.line_ns) : std::string("unknown"),
+                       c.readv_percent ? fmt::format("{} % of the cells' time", c.readv_percent)
+                                       : std::string("unknown"));
             for (const auto& line : job.routes().describe())
                 fmt::print("  {}\n", line);
         }
@@ -85,6 +88,9 @@ int main(int argc, char** argv) {
     app.add_option("--line-ns", d.line_ns,
                    "how long a cache line takes there and back between the ranks' cores, in "
                    "ns (a shm job measures it; 0: unknown)");
+    app.add_option("--readv-percent", d.readv_percent,
+                   "process_vm_readv's time as a percentage of the shared-memory cells' (a shm "
+                   "job measures it; 0: unknown)");
     app.add_option("--op", d.op, "sum, prod, min, max, user, noncommutative");
     app.add_flag("--in-place", d.in_place, "a reduction in place");
     app.add_option("--transport", d.transport, "inproc, shm, tcp, fabric or shm+tcp");

@@ -441,7 +441,8 @@ public:
                 .bandwidth_gb_per_s = single ? 10.0 : 8.0,
                 .one_thread = true,
                 .segment_bytes = payload_capacity(),
-                .line_ns = line_ns_};
+                .line_ns = line_ns_,
+                .readv_percent = readv_percent_};
     }
 
     request isend(int dest, const message_header& header,

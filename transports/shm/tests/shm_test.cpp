@@ -708,7 +708,7 @@ TEST_CASE("shm: a receiver that prefetches the lines it guesses reads every mess
 TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores and for "
           "process_vm_readv") {
     // Given on rank 0 alone: the others, told nothing, take them too
-    // (selection branches on the line, every sender on process_vm_readv's
+    // (selection branches on both, every sender on process_vm_readv's
     // figure) rather than figures of their own.
     for (int p : {2, 3}) {
         CAPTURE(p);
@@ -720,9 +720,12 @@ TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores a
                 opts.readv_percent = 321;
             }
             auto t = shm::create_transport(boot, io, opts);
-            expect(t->capabilities().line_ns == 450 && t->readv_percent() == 321,
-                   "rank {} took {} ns and {} %, not rank 0's 450 and 321", boot.rank(),
-                   t->capabilities().line_ns, t->readv_percent());
+            // Selection sees both figures through the capabilities.
+            const auto c = t->capabilities();
+            expect(c.line_ns == 450 && t->readv_percent() == 321 && c.readv_percent == 321,
+                   "rank {} took {} ns and {} % ({} % in its capabilities), not rank 0's 450 "
+                   "and 321",
+                   boot.rank(), c.line_ns, t->readv_percent(), c.readv_percent);
         });
     }
     // Measured (where the ranks do not outnumber the cores): the same figures
