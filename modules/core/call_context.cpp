@@ -51,6 +51,12 @@ request call_context::irecv(int peer, std::uint64_t step, std::span<std::byte> i
                                                 : t.irecv(h, into);
 }
 
+request call_context::irecv_observed(int peer, std::uint64_t step, std::span<std::byte> into,
+                                     landing_observer& observer, receive_use use) const {
+    return comm_->transport().irecv_observed(header(comm_->world_rank(peer), step, into.size()),
+                                             into, observer, use == receive_use::combined_at_once);
+}
+
 request call_context::irecv_any_size(int peer, std::uint64_t step) const {
     return comm_->transport().irecv_any_size(header(comm_->world_rank(peer), step, 0));
 }

@@ -121,6 +121,11 @@ public:
     request irecv(int peer, std::uint64_t step, std::span<std::byte> into,
                   receive_use use = receive_use::kept) const;
     request irecv_any_size(int peer, std::uint64_t step) const;
+    // As irecv, telling `observer` how much has landed while the rest is on
+    // its way (transport::irecv_observed). observer must outlive the
+    // request.
+    request irecv_observed(int peer, std::uint64_t step, std::span<std::byte> into,
+                           landing_observer& observer, receive_use use = receive_use::kept) const;
 
     // For an algorithm that failed with requests still pending: withdraws
     // the receives no message has reached yet, then waits for the other

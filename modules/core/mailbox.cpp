@@ -96,7 +96,7 @@ mailbox::arrived_match mailbox::match_arrived(const message_header& expected, bo
 }
 
 request mailbox::post(const message_header& expected, std::span<std::byte> into, bool any_size,
-                      bool combined_at_once) {
+                      bool combined_at_once, landing_observer* observer) {
     auto done = make_request();
     std::unique_lock lock(mutex_);
     if (!arrived_.empty()) {
@@ -134,7 +134,7 @@ request mailbox::post(const message_header& expected, std::span<std::byte> into,
         done->complete(failure_);
         return done;
     }
-    posted_.push_back({expected, into, any_size, done, combined_at_once});
+    posted_.push_back({expected, into, any_size, done, combined_at_once, observer});
     return done;
 }
 
@@ -192,7 +192,7 @@ mailbox::claim_locked(std::unique_lock<optional_mutex>& lock, const message_head
         return std::nullopt;
     }
     lock.unlock();
-    return claimed_receive{r.into, r.any_size, std::move(r.done), r.combined_at_once};
+    return claimed_receive{r.into, r.any_size, std::move(r.done), r.combined_at_once, r.observer};
 }
 
 // Gives the awaited receive its message (or the reason it does not fit);

@@ -27,6 +27,8 @@
 
 namespace tutti {
 
+class landing_observer; // core/transport.hpp
+
 class mailbox {
 public:
     // Who calls into the mailbox. A transport that posts and delivers only
@@ -41,8 +43,10 @@ public:
     // combined_at_once: the receiver reads every byte of `into` as soon as
     // the receive completes (transport::irecv_combined_at_once), which a
     // transport that receives in pieces learns from claim().
+    // observer: told how much has landed by a transport that receives the
+    // message in pieces itself (claim()); the mailbox never calls it.
     request post(const message_header& expected, std::span<std::byte> into, bool any_size,
-                 bool combined_at_once = false);
+                 bool combined_at_once = false, landing_observer* observer = nullptr);
 
     // A receive that is never posted: if the message for `expected` has
     // arrived, copies it into `into` and returns true; false if it has not
@@ -98,6 +102,7 @@ public:
         bool any_size;
         request done;
         bool combined_at_once = false;
+        landing_observer* observer = nullptr;
     };
     std::optional<claimed_receive> claim(const message_header& header);
 
@@ -140,6 +145,7 @@ private:
         bool any_size;
         request done;
         bool combined_at_once = false;
+        landing_observer* observer = nullptr;
     };
     // A message that arrived before its receive: small payloads inline,
     // others in a scratch block (its first `bytes`), which goes back to the

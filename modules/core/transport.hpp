@@ -44,6 +44,24 @@ struct transport_capabilities {
     std::uint32_t readv_percent = 0;
 };
 
+// Told, while a receive's message arrives, how much of it has landed: its
+// owner may use those bytes before the rest comes in (a reduction combines
+// them while they are still in the cache, and while the sender still
+// sends). Called on the thread that runs the transport, between its reads,
+// with a count of bytes that only grows and never reaches the whole
+// message: the owner takes what is left once the receive completes, and a
+// transport may report nothing before that. Never called once the receive
+// has completed, failed or been withdrawn.
+class landing_observer {
+public:
+    // Bytes [0, bytes) of the receive's buffer hold the message's and will
+    // not change.
+    virtual void landed(std::size_t bytes) noexcept = 0;
+
+protected:
+    ~landing_observer() = default;
+};
+
 class transport {
 public:
     virtual ~transport() = default;
@@ -100,6 +118,16 @@ public:
     virtual request irecv_combined_at_once(const message_header& expected,
                                            std::span<std::byte> into) {
         return irecv(expected, into);
+    }
+
+    // As irecv (irecv_combined_at_once if combined_at_once), telling
+    // `observer` how much of the message has landed while the rest is still
+    // on its way (landing_observer). TCP reads a large message straight into
+    // the receive and reports after each read; transports without it report
+    // nothing, and the owner takes the whole message at completion.
+    virtual request irecv_observed(const message_header& expected, std::span<std::byte> into,
+                                   landing_observer& /*observer*/, bool combined_at_once) {
+        return combined_at_once ? irecv_combined_at_once(expected, into) : irecv(expected, into);
     }
 
     // Takes a receive of this transport back before any message is matched

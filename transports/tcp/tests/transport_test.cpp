@@ -484,6 +484,81 @@ TEST_CASE("tcp transport: shutting down while a large message waits for its rece
     io.poll();
 }
 
+namespace {
+
+// Records what a receive's observer is told, and whether a report ever
+// came before its bytes were in place.
+struct recording_observer final : landing_observer {
+    recording_observer(std::span<const std::byte> into, std::vector<std::byte> expected)
+        : into(into), expected(std::move(expected)) {}
+    void landed(std::size_t bytes) noexcept override {
+        reports.push_back(bytes);
+        if (bytes > into.size() ||
+            !std::equal(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(bytes),
+                        expected.begin()))
+            early = true;
+    }
+    std::span<const std::byte> into;
+    std::vector<std::byte> expected;
+    std::vector<std::size_t> reports;
+    bool early = false;
+};
+
+// The frame of a large message, its header and the first `first` bytes of
+// its payload.
+std::vector<std::byte> frame_start(const message_header& m, std::span<const std::byte> payload,
+                                   std::size_t first) {
+    const auto header = tcp::encode_frame_header({tcp::frame_kind::data, m});
+    std::vector<std::byte> bytes(header.begin(), header.end());
+    bytes.insert(bytes.end(), payload.begin(),
+                 payload.begin() + static_cast<std::ptrdiff_t>(first));
+    return bytes;
+}
+
+} // namespace
+
+TEST_CASE("tcp transport: a large message read into an observed receive is reported as it "
+          "lands") {
+    if (unposted_wait_set_outside()) return;
+    waiting_reader w(20000);
+    auto& [io, boot, t, s] = w;
+    const auto payload = pattern(large_message, 7);
+    const std::size_t first = 300 * 1024;
+    std::vector<std::byte> into(large_message);
+    recording_observer seen(into, payload);
+    auto r = t->irecv_observed(data_header(1, into.size(), 0), into, seen, false);
+    run(io, write_raw(*s, frame_start(data_header(1, large_message, 0), payload, first)));
+    SUBCASE("the rest follows: reports in order, each part in place, the last one at completion") {
+        // Reported before the rest is even sent.
+        REQUIRE(
+            run_until(io, [&] { return !seen.reports.empty() && seen.reports.back() >= first; }));
+        CHECK_FALSE(r->done());
+        run(io, write_raw(*s, std::vector<std::byte>(payload.begin() + first, payload.end())));
+        CHECK(outcome(io, r).empty());
+        CHECK(into == payload);
+        CHECK_FALSE(seen.early);
+        CHECK(std::adjacent_find(seen.reports.begin(), seen.reports.end(),
+                                 std::greater_equal<>()) == seen.reports.end());
+        CHECK(seen.reports.front() > 0);
+        CHECK(seen.reports.back() < large_message);
+        run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+    }
+    SUBCASE("the peer vanishes mid-message: the receive fails, nothing more is reported") {
+        REQUIRE(
+            run_until(io, [&] { return !seen.reports.empty() && seen.reports.back() >= first; }));
+        const auto reported = seen.reports.size();
+        s->close();
+        // A tutti error naming the peer, not the socket's own.
+        const auto why = outcome(io, r);
+        CHECK_MESSAGE(why.find("rank 1's message of 524288 bytes to rank 0 was cut off") !=
+                          std::string::npos,
+                      why);
+        io.poll();
+        CHECK(seen.reports.size() == reported);
+        CHECK_FALSE(seen.early);
+    }
+}
+
 TEST_CASE("tcp transport: an unreachable peer is named with its address") {
     asio::io_context io;
     // A port nobody listens on any more, and one that listens but never answers.
