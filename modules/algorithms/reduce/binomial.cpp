@@ -12,7 +12,7 @@
 // starting at itself, and what it receives covers the range just above, so
 // combining (mine, received) keeps the rank order. ceil(log2 p) rounds of
 // the whole vector: the choice for short vectors, and over TCP for every
-// length, where a received vector of 64 KiB or more is combined part by
+// length, where a received vector of 1 MiB or more is combined part by
 // part as it lands (transport::irecv_observed) rather than once it is all
 // in: the same result, element by element.
 //
@@ -29,50 +29,6 @@ namespace {
 using namespace algorithms_detail;
 
 constexpr std::uint64_t to_root_step = 32; // beyond the tree's rounds (bit numbers)
-
-// Vectors from this length are combined as they land where the transport
-// reports it (over TCP, the part of a large message read so far): while the
-// child still sends, and while the landed part is still in the cache.
-// Shorter ones arrive whole either way.
-constexpr std::size_t combined_as_it_lands_from = 64 * 1024;
-
-// Combines (mine, incoming) into out up to the last whole element landed;
-// the rest once the receive completes (finish). A failure of the operation
-// is kept for finish to throw, since the transport's reader calls landed().
-class combining_as_it_lands final : public landing_observer {
-public:
-    combining_as_it_lands(const reduction_op& op, const std::byte* mine, const std::byte* incoming,
-                          std::byte* out, std::size_t count)
-        : op_(op), mine_(mine), incoming_(incoming), out_(out), count_(count) {}
-
-    void landed(std::size_t bytes) noexcept override {
-        combine_up_to(std::min(bytes / op_.element_size, count_));
-    }
-    void finish() {
-        combine_up_to(count_);
-        if (failed_) std::rethrow_exception(failed_);
-    }
-
-private:
-    void combine_up_to(std::size_t elements) noexcept {
-        if (failed_ || elements <= done_) return;
-        const std::size_t at = done_ * op_.element_size;
-        try {
-            op_.combine(mine_ + at, incoming_ + at, out_ + at, elements - done_);
-            done_ = elements;
-        } catch (...) {
-            failed_ = std::current_exception();
-        }
-    }
-
-    const reduction_op& op_;
-    const std::byte* mine_;
-    const std::byte* incoming_;
-    std::byte* out_;
-    std::size_t count_;
-    std::size_t done_ = 0;
-    std::exception_ptr failed_;
-};
 
 task<void> binomial(const call_context& ctx, const reduce_args& a) {
     const int p = ctx.size();
@@ -105,11 +61,8 @@ task<void> binomial(const call_context& ctx, const reduce_args& a) {
         if (vr + mask >= p) continue;
         if (!combined) combined = at_root ? a.recv.data() : partial.data();
         if (bytes >= combined_as_it_lands_from) {
-            combining_as_it_lands combining(*a.op, mine, incoming.data(), combined, a.count);
-            const auto arrived = ctx.irecv_observed(tree.actual(vr + mask), round, incoming.span(),
-                                                    combining, receive_use::combined_at_once);
-            if (arrived->must_wait()) co_await arrived->wait();
-            combining.finish();
+            co_await receive_and_combine(ctx, tree.actual(vr + mask), round, incoming.span(),
+                                         {*a.op, mine, incoming.data(), combined, a.count});
         } else {
             co_await ctx.recv(tree.actual(vr + mask), round, incoming.span(),
                               receive_use::combined_at_once);

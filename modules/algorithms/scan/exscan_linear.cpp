@@ -8,8 +8,9 @@
 //
 // A chain: rank 0 sends its data to rank 1; rank r > 0 receives
 // x0 op ... op x(r-1) from rank r-1, which is its result, and sends that
-// with its own data combined on the right to rank r+1. p-1 steps of latency
-// and one combine per rank. In place, the prefix is received aside, because
+// with its own data combined on the right to rank r+1 (a long prefix
+// combined part by part as it lands, where the transport reports it). p-1
+// steps of latency and one combine per rank. In place, the prefix is received aside, because
 // the rank's own data is still needed for the combine.
 //
 // Rank 0's send is its whole part, from the caller's buffer: it is awaited
@@ -21,10 +22,13 @@
 #include <cstring>
 
 #include "algorithms/catalog.hpp"
+#include "algorithms/common.hpp"
 #include "core/scratch.hpp"
 
 namespace tutti {
 namespace {
+
+using namespace algorithms_detail;
 
 task<void> linear(const call_context& ctx, const exscan_args& a) {
     const int p = ctx.size();
@@ -39,11 +43,19 @@ task<void> linear(const call_context& ctx, const exscan_args& a) {
     const bool in_place = a.send.data() == a.recv.data();
     scratch<> aside(in_place ? bytes : 0);
     const std::span<std::byte> prefix = in_place ? aside.span() : a.recv.first(bytes);
-    co_await ctx.recv(r - 1, 0, prefix);
     if (r + 1 < p) {
         scratch<> next(bytes);
-        a.op->combine(prefix.data(), a.send.data(), next.data(), a.count);
+        const combination c{*a.op, prefix.data(), a.send.data(), next.data(), a.count};
+        // The prefix is this rank's result too: kept, as a plain receive.
+        if (bytes >= combined_as_it_lands_from) {
+            co_await receive_and_combine(ctx, r - 1, 0, prefix, c, receive_use::kept);
+        } else {
+            co_await ctx.recv(r - 1, 0, prefix);
+            a.op->combine(c.left, c.right, c.out, c.count);
+        }
         co_await ctx.send(r + 1, 0, next.span());
+    } else {
+        co_await ctx.recv(r - 1, 0, prefix);
     }
     if (in_place) std::memcpy(a.recv.data(), aside.data(), bytes);
 }

@@ -11,6 +11,9 @@
 // latency, but each rank sends and receives one vector only and combines
 // once, so it is the least work in all; useful for small communicators.
 //
+// A long prefix is combined part by part as it lands where the transport
+// reports it (over TCP), while the rank before still sends it.
+//
 // Rank 0's send, the caller's own data, is awaited at the end
 // (send_awaited::at_end: shared memory may copy it once, the idle sender
 // helping); the later hops send what was just combined, for the next hop to
@@ -45,8 +48,14 @@ task<void> linear(const call_context& ctx, const scan_args& a) {
         copy_unless_same(result.data(), own.data(), bytes);
     } else {
         scratch<> prefix(bytes);
-        co_await ctx.recv(r - 1, 0, prefix.span(), receive_use::combined_at_once);
-        a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
+        if (bytes >= combined_as_it_lands_from) {
+            co_await receive_and_combine(
+                ctx, r - 1, 0, prefix.span(),
+                {*a.op, prefix.data(), a.send.data(), result.data(), a.count});
+        } else {
+            co_await ctx.recv(r - 1, 0, prefix.span(), receive_use::combined_at_once);
+            a.op->combine(prefix.data(), a.send.data(), result.data(), a.count);
+        }
     }
     if (r + 1 < p) co_await ctx.send(r + 1, 0, result);
 }
