@@ -313,7 +313,9 @@ private:
 // part by part as it lands (`use` as for call_context::recv). For vectors
 // of combined_as_it_lands_from bytes or more: a shorter one is received and
 // combined in the caller's own frame (call_context::recv may skip its
-// request), which this coroutine's frame would cost ~2 % of an 8-byte call.
+// request), since a coroutine frame more per call shows in small calls (an
+// 8-byte barrier ran 3 % faster without one; docs/performance.md, ninth
+// session).
 inline task<void> receive_and_combine(const call_context& ctx, int peer, std::uint64_t step,
                                       std::span<std::byte> incoming, combination c,
                                       receive_use use = receive_use::combined_at_once) {

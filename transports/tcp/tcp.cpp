@@ -76,7 +76,7 @@ constexpr per_call_limit write_in_calls_of_256k{std::size_t{256} * 1024};
 // receive as the socket gives it, `observer` told after each read how much
 // has landed (landing_observer), so that the receiver uses each part while
 // the sender still sends the next: a 2-rank reduce over loopback took
-// 0.73-0.92 of the time from 1 MiB (docs/performance.md, forty-fifth
+// 0.82-0.86 of the time from 1 MiB (docs/performance.md, forty-fifth
 // session). The last read is not reported: the owner takes it at
 // completion.
 asio::awaitable<void> read_observed(asio::ip::tcp::socket& socket, std::span<std::byte> into,
@@ -88,6 +88,7 @@ asio::awaitable<void> read_observed(asio::ip::tcp::socket& socket, std::span<std
         if (from < into.size()) observer.landed(from);
     }
 }
+
 // A refused connection means nobody listens there any more: the peer is gone.
 constexpr int refusals_before_lost = 3;
 constexpr auto first_retry_delay = std::chrono::milliseconds(5);

@@ -10,8 +10,9 @@
 // x0 op ... op x(r-1) from rank r-1, which is its result, and sends that
 // with its own data combined on the right to rank r+1 (a long prefix
 // combined part by part as it lands, where the transport reports it). p-1
-// steps of latency and one combine per rank. In place, the prefix is received aside, because
-// the rank's own data is still needed for the combine.
+// steps of latency and one combine per rank. In place, the prefix is
+// received aside, because the rank's own data is still needed for the
+// combine.
 //
 // Rank 0's send is its whole part, from the caller's buffer: it is awaited
 // at the end (send_awaited::at_end), which lets shared memory copy it once,
