@@ -705,6 +705,21 @@ TEST_CASE("shm: a receiver that prefetches the lines it guesses reads every mess
     }
 }
 
+// Rank r's addend in the 2-rank sums below: element i is i * (r + 1) + r,
+// so the sum over both ranks is 3i + 1, exact and different everywhere.
+std::vector<std::int64_t> two_rank_addend(std::size_t count, int rank) {
+    std::vector<std::int64_t> v(count);
+    for (std::size_t i = 0; i < count; ++i)
+        v[i] = static_cast<std::int64_t>(i) * (rank + 1) + rank;
+    return v;
+}
+
+void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
+    for (std::size_t i = 0; i < sum.size(); ++i)
+        if (sum[i] != static_cast<std::int64_t>(3 * i + 1))
+            throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
+}
+
 TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores and for "
           "process_vm_readv") {
     // Given on rank 0 alone: the others, told nothing, take them too
@@ -759,21 +774,28 @@ TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores a
         expect(t->readv_percent() == 0, "rank {} took {} % where rank 0 cannot read rank 1",
                boot.rank(), t->readv_percent());
     });
-}
-
-// Rank r's addend in the 2-rank sums below: element i is i * (r + 1) + r,
-// so the sum over both ranks is 3i + 1, exact and different everywhere.
-std::vector<std::int64_t> two_rank_addend(std::size_t count, int rank) {
-    std::vector<std::int64_t> v(count);
-    for (std::size_t i = 0; i < count; ++i)
-        v[i] = static_cast<std::int64_t>(i) * (rank + 1) + rank;
-    return v;
-}
-
-void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
-    for (std::size_t i = 0; i < sum.size(); ++i)
-        if (sum[i] != static_cast<std::int64_t>(3 * i + 1))
-            throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
+    // A peer that never answers the line bounce (told a figure of its own,
+    // rank 1 does not bounce): rank 0 gives up on it within its bound, the
+    // line is unknown on every rank (rank 1 does not keep its own 450), and
+    // messages flow. Only where the ranks have a core each is there a
+    // bounce to give up on.
+    if (ranks_outnumber_cores(2)) return;
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        shm::options opts;
+        if (boot.rank() == 1) opts.line_ns = 450;
+        const auto began = std::chrono::steady_clock::now();
+        auto t = shm::create_transport(boot, io, opts);
+        const auto setup = std::chrono::steady_clock::now() - began;
+        expect(t->capabilities().line_ns == 0, "rank {} took {} ns where rank 1 never bounced",
+               boot.rank(), t->capabilities().line_ns);
+        expect(setup < std::chrono::seconds(5), "rank {}'s setup took {} ms", boot.rank(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(setup).count());
+        communicator comm(t);
+        std::vector<std::int64_t> sum(4096);
+        drive(*t, io, all_reduce(comm, two_rank_addend(sum.size(), boot.rank()), sum, tutti::sum));
+        expect_two_rank_sum(sum);
+    });
 }
 
 TEST_CASE("shm: where process_vm_readv is slow, a receive combined at once comes through the "
