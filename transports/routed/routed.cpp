@@ -339,15 +339,14 @@ public:
         return shm_request(shm_->irecv(local_header(expected), into), false);
     }
 
-    // Over TCP the reader reports what has landed; within the node the
-    // message comes whole, as from irecv.
+    // Over TCP the reader reports what has landed; otherwise (within the
+    // node, or after a failure) it is irecv's.
     request irecv_observed(const message_header& expected, std::span<std::byte> into,
                            landing_observer& observer, bool combined_at_once) override {
         check_rank(expected.key.source, "receive from");
-        if (state_->failure) return failed();
-        if (route_to(expected.key.source) == route::tcp)
-            return tcp_request(tcp_->irecv_observed(expected, into, observer, combined_at_once));
-        return shm_request(shm_->irecv(local_header(expected), into), false);
+        if (state_->failure || route_to(expected.key.source) != route::tcp)
+            return irecv(expected, into);
+        return tcp_request(tcp_->irecv_observed(expected, into, observer, combined_at_once));
     }
 
     request irecv_any_size(const message_header& expected) override {
