@@ -244,6 +244,7 @@ call_signature shape_of(const communicator& comm, const all_to_all_args& a) {
     return base(comm, collective::all_to_all, a.send.size());
 }
 call_signature shape_of(const communicator& comm, const all_to_allv_args&) {
+    // No size: this rank's counts are not the others' (call_has_size).
     auto s = base(comm, collective::all_to_allv, 0);
     s.equal_counts = false;
     return s;

@@ -130,6 +130,20 @@ struct call_signature {
     }
 };
 
+// Whether every rank of a call of this collective knows its size. A barrier
+// moves nothing, and an all_to_allv rank knows only its own counts, which
+// differ between ranks that must all choose the same algorithm: their
+// signatures carry bytes = 0, so a tree's size thresholds never apply to them.
+constexpr bool call_has_size(collective kind) noexcept {
+    return kind != collective::barrier && kind != collective::all_to_allv;
+}
+// Why a call of this collective carries no size, for error messages.
+constexpr std::string_view why_call_has_no_size(collective kind) noexcept {
+    return kind == collective::barrier ? "a barrier moves no data"
+                                       : "each rank knows only its own counts, and every rank "
+                                         "must choose the same algorithm";
+}
+
 // True when the restriction holds; cheap, for decision trees on every call.
 bool holds(restriction r, const call_signature& call) noexcept;
 // nullopt when the restriction holds, otherwise the reason it fails.

@@ -248,6 +248,9 @@ private:
             n.var = variable::transport;
         } else if (auto t = thresholds.find(name); t != thresholds.end()) {
             n.var = t->second;
+            if ((n.var == variable::bytes || n.var == variable::avg_bytes) && !call_has_size(kind_))
+                fail(pointer, fmt::format("'{}' never applies to {}: its calls carry no size ({})",
+                                          name, to_string(kind_), why_call_has_no_size(kind_)));
         } else if (auto r = restriction_from_string(name); r && is_flag(*r)) {
             n.var = variable::flag;
             n.flag = *r;

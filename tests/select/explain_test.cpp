@@ -214,6 +214,24 @@ TEST_CASE("explain: bad descriptions are errors") {
                          doctest::Contains("unknown --op 'xor-ish'"), tutti::error);
     CHECK_THROWS_WITH_AS(info::signature_of({.collective = "reduce", .transport = "smoke"}),
                          doctest::Contains("unknown transport 'smoke'"), tutti::error);
+    CHECK_THROWS_WITH_AS(
+        info::signature_of({.collective = "all_to_allv", .bytes = 1 << 20, .bytes_given = true}),
+        doctest::Contains("--bytes does not apply to all_to_allv: its calls carry no size (each "
+                          "rank knows only its own counts"),
+        tutti::error);
+    CHECK_THROWS_WITH_AS(info::signature_of({.collective = "barrier", .bytes_given = true}),
+                         doctest::Contains("--bytes does not apply to barrier"), tutti::error);
+}
+
+TEST_CASE("explain: an all_to_allv is explained as its calls choose, without a size") {
+    // A real all_to_allv call's signature has bytes = 0 (dispatch.cpp), so
+    // the explanation must not see the description's default size either.
+    const auto s = info::signature_of({.collective = "all_to_allv", .ranks = 4});
+    CHECK(s.bytes == 0);
+    CHECK(s.equal_counts == false);
+    const auto why = explain_call({.collective = "all_to_allv", .ranks = 4});
+    CHECK(why.chosen == "linear");
+    CHECK(info::to_json(why)["call"]["bytes"] == 0);
 }
 
 TEST_CASE("the catalog listing has every algorithm with kind, restrictions, parameters") {

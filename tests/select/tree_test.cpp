@@ -261,10 +261,12 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
           "pairwise");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 2, .bytes = 2 * 64}) ==
           "pairwise");
-    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 8, .bytes = 8 * 64}) ==
-          "linear");
-    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 16, .bytes = 16 * 64}) ==
-          "pairwise");
+    // All_to_allv calls carry no size (call_has_size): the choice is by
+    // communicator size alone.
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 2}) == "pairwise");
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 4}) == "linear");
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 8}) == "linear");
+    CHECK(tree.walk({.kind = collective::all_to_allv, .comm_size = 16}) == "pairwise");
     // Broadcast: up to 2 MiB the root sends to every rank up to 8 ranks and
     // through a binomial tree beyond, then a pipelined chain from 4 ranks;
     // the TCP section keeps a binomial tree up to 8 ranks and scatters
@@ -596,6 +598,23 @@ TEST_CASE("other malformed trees are refused with what is wrong") {
         const auto e = load_error(tree);
         CHECK(contains(e.what(), c.message));
         CHECK(contains(e.what(), "/broadcast"));
+    }
+    // A size threshold under a collective whose calls carry no size would
+    // never be taken: refused, for either tree and in a transport section.
+    for (auto role : {tree_role::pure, tree_role::composition}) {
+        auto tree = builtin(role);
+        const char* leaf = role == tree_role::pure ? "linear" : "flat";
+        tree["all_to_allv"] = {{"avg_bytes<=256K", leaf}, {"avg_bytes=any", leaf}};
+        auto e = load_error(tree, role);
+        CHECK(contains(e.what(), "'avg_bytes' never applies to all_to_allv"));
+        CHECK(contains(e.what(), "each rank knows only its own counts"));
+        tree = builtin(role);
+        const char* barrier = role == tree_role::pure ? "dissemination" : "flat";
+        tree["transport=tcp"] = {{"barrier", {{"bytes<=8", barrier}, {"bytes=any", barrier}}}};
+        e = load_error(tree, role);
+        CHECK(contains(e.what(), "'bytes' never applies to barrier: its calls carry no size "
+                                 "(a barrier moves no data)"));
+        CHECK(contains(e.what(), "/transport=tcp/barrier"));
     }
     auto composition = builtin(tree_role::composition);
     composition["broadcast"] = "binomial";

@@ -117,7 +117,12 @@ call_signature signature_of(const call_description& d) {
         throw error(errc::invalid_argument,
                     fmt::format("unknown transport '{}'; known: {}", d.transport,
                                 fmt::join(tree_transports, ", ")));
-    call_signature s{.kind = *kind, .comm_size = d.ranks, .bytes = d.bytes};
+    if (!call_has_size(*kind) && d.bytes_given)
+        throw error(errc::invalid_argument,
+                    fmt::format("--bytes does not apply to {}: its calls carry no size ({})",
+                                d.collective, why_call_has_no_size(*kind)));
+    call_signature s{
+        .kind = *kind, .comm_size = d.ranks, .bytes = call_has_size(*kind) ? d.bytes : 0};
     if (is_reduction(*kind)) {
         s.has_op = true;
         s.count = d.count ? d.count : d.bytes / 8;

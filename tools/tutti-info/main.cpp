@@ -80,8 +80,10 @@ int main(int argc, char** argv) {
     auto* explain = app.add_option("--explain", d.collective,
                                    "explain the choice for a call of this collective");
     app.add_option("--ranks", d.ranks, "communicator size")->check(CLI::PositiveNumber);
-    app.add_option("--bytes", d.bytes, "the call's largest buffer (16K, 1M, ...)")
-        ->transform(CLI::AsSizeValue(false));
+    auto* bytes = app.add_option("--bytes", d.bytes,
+                                 "the call's largest buffer (16K, 1M, ...); not for barrier "
+                                 "and all_to_allv, whose calls carry no size")
+                      ->transform(CLI::AsSizeValue(false));
     app.add_option("--count", d.count, "elements of a reduction (default: bytes / 8)");
     app.add_option("--ppn", d.ranks_per_node, "ranks per node")->check(CLI::PositiveNumber);
     app.add_option("--nodes", d.nodes, "nodes")->check(CLI::PositiveNumber);
@@ -120,6 +122,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (*explain) {
+            d.bytes_given = bytes->count() > 0;
             const auto signature = tutti::info::signature_of(d);
             const auto why = tutti::explain(
                 signature, {.forced = d.algorithm, .on_fail = {}, .sub_call = d.sub_call});
