@@ -42,8 +42,13 @@ void backoff::pause(transport& t) {
         // most likely waiting for this very core: it is given up at every
         // idle round, not every eighth (docs/performance.md, tenth session:
         // 8 ranks on 2 cores took 4-29 % less in all 13 cells of three A/B
-        // runs; at 4 ranks an earlier trial was lost in the noise).
-        look_every_ = t.size() > 2 * here().cores ? 1 : clock_every;
+        // runs). With fewer, it is so only for the first eager_yields of a
+        // wait: at 3-4 ranks on 2 cores the small calls took 0.64-0.93 of
+        // the time, while yielding at every round of a long wait lost 12 %
+        // on a 1 MiB all_reduce (forty-sixth session).
+        const bool crowded = t.size() > 2 * here().cores;
+        eager_ = !crowded && ranks_outnumber_cores(t.size());
+        look_every_ = crowded || eager_ ? 1 : clock_every;
         idle_since_ = clock::now();
         // The world's ranks may share this machine's cores: the shared-memory
         // and in-process transports' worlds do entirely. A rank bound to a
@@ -65,6 +70,10 @@ void backoff::pause(transport& t) {
         return;
     }
     if (idle < block_after) {
+        if (eager_ && idle >= eager_yields) {
+            eager_ = false;
+            look_every_ = clock_every;
+        }
         sched_yield();
         return;
     }

@@ -35,10 +35,14 @@ public:
     // Idle time after which a rank blocks in the transport.
     static constexpr std::chrono::microseconds block_after{4000};
     static constexpr std::chrono::microseconds longest_block{2000};
+    // Ranks that outnumber the cores (but not twice over) yield at every
+    // idle round for this long, then at every eighth.
+    static constexpr std::chrono::microseconds eager_yields{20};
 
 private:
     unsigned rounds_ = 0;
     unsigned look_every_ = 1; // idle rounds between looks at the clock (and yields)
+    bool eager_ = false;      // look_every_ is 1 for eager_yields only
     clock::time_point idle_since_{};
     std::chrono::microseconds spin_{};
 };
