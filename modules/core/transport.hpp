@@ -177,6 +177,11 @@ public:
 
     // True when progress() must be called for pending work to complete.
     virtual bool needs_polling() const noexcept { return false; }
+    // True when progress() itself finds every peer's message (shared memory
+    // reads them from memory) rather than the io_context's events, which
+    // the progress engine looks at only every few idle rounds: then a rank
+    // may yield its core at every idle round without looking less often.
+    virtual bool progress_finds_messages() const noexcept { return false; }
 };
 
 } // namespace tutti

@@ -491,6 +491,7 @@ public:
     std::size_t progress() override;
     void await_activity(std::chrono::microseconds limit) override;
     bool needs_polling() const noexcept override { return true; }
+    bool progress_finds_messages() const noexcept override { return true; }
 
     shm::counters counters() const noexcept override { return counters_; }
     bool cma_to(int dest) const noexcept override {
