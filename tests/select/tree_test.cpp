@@ -162,8 +162,22 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(rooted(2, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(rooted(2, 256 << 10, false)) == "binomial");
     CHECK(tree.walk(rooted(4, 32 << 10, true)) == "binomial");
-    CHECK(tree.walk(rooted(4, 128 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(4, 1 << 20, true)) == "binomial");
+    // From 3 to 8 ranks, 32-128 KiB: in segments only where each rank has a
+    // core (the line was measured); where ranks share cores (line_ns 0) a
+    // segment may cost a context switch, and the whole vector is quicker.
+    auto line_at = [](call_signature s, std::uint32_t line_ns) {
+        s.line_ns = line_ns;
+        return s;
+    };
+    for (int p : {3, 4, 8, 16}) {
+        CAPTURE(p);
+        CHECK(tree.walk(rooted(p, 64 << 10, true)) == "binomial");
+        CHECK(tree.walk(line_at(rooted(p, 128 << 10, true), 0)) == "binomial");
+        CHECK(tree.walk(line_at(rooted(p, 128 << 10, true), 110)) == "segmented_binomial");
+        CHECK(tree.walk(line_at(rooted(p, 64 << 10, true), 450)) == "segmented_binomial");
+        CHECK(tree.walk(line_at(rooted(p, 256 << 10, true), 110)) == "binomial");
+    }
     // Where a line takes long between the cores (this machine's slow mode:
     // ~450 ns a round of the shm transport's bounce, ~110 in the quick one),
     // long vectors between two ranks go in segments: each byte crosses once
