@@ -51,7 +51,7 @@ void backoff::pause(transport& t) {
         // times as long.
         const bool crowded = t.size() > 2 * here().cores;
         eager_ = !crowded && ranks_outnumber_cores(t.size()) && t.progress_finds_messages();
-        look_every_ = crowded || eager_ ? 1 : clock_every;
+        every_round_ = crowded || eager_;
         idle_since_ = clock::now();
         // The world's ranks may share this machine's cores: the shared-memory
         // and in-process transports' worlds do entirely. A rank bound to a
@@ -63,7 +63,7 @@ void backoff::pause(transport& t) {
                 : here().bound                  ? block_after
                                                 : spin_dedicated;
     }
-    if (rounds_ % look_every_ != 0) {
+    if (!every_round_ && rounds_ % clock_every != 0) {
         detail::cpu_relax();
         return;
     }
@@ -75,7 +75,7 @@ void backoff::pause(transport& t) {
     if (idle < block_after) {
         if (eager_ && idle >= eager_yields) {
             eager_ = false;
-            look_every_ = clock_every;
+            every_round_ = false;
         }
         sched_yield();
         return;

@@ -41,8 +41,9 @@ public:
 
 private:
     unsigned rounds_ = 0;
-    unsigned look_every_ = 1; // idle rounds between looks at the clock (and yields)
-    bool eager_ = false;      // look_every_ is 1 for eager_yields only
+    // Look at the clock (and yield) at every idle round, not every eighth.
+    bool every_round_ = false;
+    bool eager_ = false; // every_round_ for eager_yields only
     clock::time_point idle_since_{};
     std::chrono::microseconds spin_{};
 };
