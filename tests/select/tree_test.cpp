@@ -225,6 +225,43 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         s.transport = "tcp";
         CHECK(tree.walk(s) == "binomial");
     }
+    // Scan and exscan: the chain at 2 and 3 ranks (its two hops at 3 are as
+    // many steps as recursive doubling's two rounds, with half the
+    // messages), and from 4 to 8 ranks above 8 KiB where ranks share cores
+    // (line_ns 0), above 32 KiB where each has one; over TCP, where every
+    // message is a system call, the chain at 4 ranks at every size too
+    // (forty-seventh session).
+    for (const auto kind : {collective::scan, collective::exscan}) {
+        const auto name = to_string(kind);
+        CAPTURE(name);
+        const auto scan_on = [&](int p, std::size_t bytes, std::uint32_t line_ns,
+                                 std::string_view transport = "shm") {
+            call_signature s{.kind = kind,
+                             .comm_size = p,
+                             .bytes = bytes,
+                             .count = bytes / 8,
+                             .has_op = true,
+                             .commutative = true,
+                             .transport = transport};
+            s.line_ns = line_ns;
+            return tree.walk(s);
+        };
+        CHECK(scan_on(2, 8, 110) == "linear");
+        CHECK(scan_on(3, 8, 0) == "linear");
+        CHECK(scan_on(3, 8, 110) == "linear");
+        CHECK(scan_on(4, 8 << 10, 0) == "recursive_doubling");
+        CHECK(scan_on(4, 16 << 10, 0) == "linear");
+        CHECK(scan_on(8, 16 << 10, 0) == "linear");
+        CHECK(scan_on(4, 32 << 10, 110) == "recursive_doubling");
+        CHECK(scan_on(4, 64 << 10, 110) == "linear");
+        CHECK(scan_on(9, 1 << 20, 0) == "recursive_doubling");
+        CHECK(scan_on(3, 8, 0, "tcp") == "linear");
+        CHECK(scan_on(4, 1 << 10, 0, "tcp") == "linear");
+        CHECK(scan_on(4, 16 << 10, 0, "tcp") == "linear");
+        CHECK(scan_on(8, 8 << 10, 0, "tcp") == "recursive_doubling");
+        CHECK(scan_on(8, 16 << 10, 0, "tcp") == "linear");
+        CHECK(scan_on(16, 8, 0, "tcp") == "recursive_doubling");
+    }
     // Barrier: one round of messages to every rank from 3 to 8 ranks over
     // shared memory; over TCP, where every message is a system call, fan-in
     // and fan-out through rank 0 (two hops); dissemination at 2 ranks and
