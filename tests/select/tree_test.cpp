@@ -278,13 +278,26 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(barrier_on(6, "shm+tcp") == "linear");
     CHECK(barrier_on(16, "tcp") == "dissemination");
     // All_gather and reduce_scatter: one round of messages to every rank from
-    // 3 to 8 ranks (up to 16 KiB in all, 1 KiB at 3 and 4 ranks for
-    // all_gather); beyond, Bruck or recursive doubling (twenty-seventh
-    // session). Reduce: every vector to the root from 3 to 8 ranks up to 16
-    // KiB.
-    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 6, .bytes = 64}) == "direct");
-    CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 4, .bytes = 4096}) ==
-          "recursive_doubling");
+    // 3 to 8 ranks (up to 16 KiB in all, 1 KiB at 4 ranks for all_gather);
+    // beyond, Bruck or recursive doubling (twenty-seventh session). The
+    // all_gather goes in one round at every size at 3 ranks, and from 4 to 8
+    // where ranks share cores (line_ns 0; forty-seventh session). Reduce:
+    // every vector to the root from 3 to 8 ranks up to 16 KiB.
+    const auto all_gather_on = [&](int p, std::size_t bytes, std::uint32_t line_ns) {
+        call_signature s{.kind = collective::all_gather, .comm_size = p, .bytes = bytes};
+        s.line_ns = line_ns;
+        return tree.walk(s);
+    };
+    CHECK(all_gather_on(6, 64, 110) == "direct");
+    CHECK(all_gather_on(4, 4096, 110) == "recursive_doubling");
+    for (int p : {3, 4, 5, 6, 7, 8}) {
+        CAPTURE(p);
+        for (std::size_t bytes : {std::size_t{64}, std::size_t{64} << 10, std::size_t{16} << 20})
+            CHECK(all_gather_on(p, bytes, 0) == "direct");
+    }
+    CHECK(all_gather_on(3, 16 << 20, 450) == "direct");
+    CHECK(all_gather_on(5, 1 << 20, 110) == "ring");
+    CHECK(all_gather_on(9, 1 << 20, 0) == "ring");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 16, .bytes = 64}) ==
           "recursive_doubling");
@@ -297,8 +310,9 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(rooted(8, 16 << 10, false)) == "linear");
     CHECK(tree.walk(rooted(16, 8, true)) == "binomial");
     // All_to_all(v): every message posted at once from 3 to 8 ranks (up to
-    // 256 KiB blocks at 4 ranks and fewer), pairwise exchanges beyond and at
-    // 2 ranks, Bruck for tiny blocks on large communicators.
+    // 256 KiB blocks at 4 ranks where each rank has a core), pairwise
+    // exchanges beyond and at 2 ranks, Bruck for tiny blocks on large
+    // communicators.
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 * 64}) == "linear");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 8, .bytes = 8 << 20}) ==
           "linear");
@@ -308,8 +322,12 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
           "bruck");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 16}) ==
           "linear");
-    CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 20}) ==
-          "pairwise");
+    call_signature a2a{.kind = collective::all_to_all, .comm_size = 4, .bytes = 4 << 20};
+    CHECK(tree.walk(a2a) == "linear");
+    a2a.line_ns = 110;
+    CHECK(tree.walk(a2a) == "pairwise");
+    a2a.comm_size = 3;
+    CHECK(tree.walk(a2a) == "linear");
     CHECK(tree.walk({.kind = collective::all_to_all, .comm_size = 2, .bytes = 2 * 64}) ==
           "pairwise");
     // All_to_allv calls carry no size (call_has_size): the choice is by
@@ -353,6 +371,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // exchange (shared memory: up to 4 MiB, the ring beyond), on an odd one
     // Bruck up to 64 KiB and the ring beyond (twenty-ninth session).
     call_signature gather_all{.kind = collective::all_gather, .comm_size = 4, .bytes = 1 << 20};
+    gather_all.line_ns = 110; // each rank on a core of its own
     CHECK(tree.walk(gather_all) == "recursive_doubling");
     gather_all.bytes = 16 << 20;
     CHECK(tree.walk(gather_all) == "ring");
