@@ -85,7 +85,9 @@ TEST_CASE("explain: the TCP section of the pure tree") {
     CHECK(why.chosen == "binomial");
     REQUIRE(!why.pure_path.empty());
     CHECK(why.pure_path[0].pointer == "/transport=tcp/broadcast");
-    CHECK(why.pure_path[0].reason == "bytes = 32768 <= 65536");
+    CHECK(why.pure_path[0].reason == "comm_size = 8 <= 8");
+    REQUIRE(why.pure_path.size() >= 2);
+    CHECK(why.pure_path[1].pointer == "/transport=tcp/broadcast/comm_size<=8");
 }
 
 TEST_CASE("explain: the shm+tcp section of the pure tree") {
