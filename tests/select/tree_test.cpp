@@ -349,29 +349,22 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(bcast) == "pipeline");
     bcast.comm_size = 3;
     CHECK(tree.walk(bcast) == "binomial");
-    bcast.transport = "tcp";
-    CHECK(tree.walk(bcast) == "binomial");
-    bcast.comm_size = 4;
-    CHECK(tree.walk(bcast) == "binomial");
-    bcast.comm_size = 8;
-    CHECK(tree.walk(bcast) == "binomial");
-    bcast.comm_size = 9;
-    CHECK(tree.walk(bcast) == "scatter_allgather");
     // Up to 16 KiB from 4 to 8 ranks over TCP the root sends to every rank
     // (0.47-0.73 of the binomial tree's time here; on a network of ~15 us
     // latency its p - 1 sends still beat log2(p) rounds there; forty-seventh
     // session).
-    bcast.bytes = 16 << 10;
-    CHECK(tree.walk(bcast) == "binomial");
-    for (int p : {4, 8}) {
-        bcast.comm_size = p;
-        CHECK(tree.walk(bcast) == "linear");
-    }
-    bcast.comm_size = 3;
-    CHECK(tree.walk(bcast) == "binomial");
-    bcast.comm_size = 4;
-    bcast.bytes = 32 << 10;
-    CHECK(tree.walk(bcast) == "binomial");
+    const auto bcast_over_tcp = [&](int p, std::size_t bytes) {
+        return tree.walk(
+            {.kind = collective::broadcast, .comm_size = p, .bytes = bytes, .transport = "tcp"});
+    };
+    for (int p : {3, 4, 8})
+        CHECK(bcast_over_tcp(p, 4 << 20) == "binomial");
+    CHECK(bcast_over_tcp(9, 4 << 20) == "scatter_allgather");
+    CHECK(bcast_over_tcp(3, 16 << 10) == "binomial");
+    CHECK(bcast_over_tcp(4, 16 << 10) == "linear");
+    CHECK(bcast_over_tcp(8, 8) == "linear");
+    CHECK(bcast_over_tcp(4, 32 << 10) == "binomial");
+    CHECK(bcast_over_tcp(9, 8) == "binomial");
     // Gather and scatter: the root exchanges with every rank directly up to
     // 8 ranks, through a binomial tree beyond.
     for (auto kind : {collective::gather, collective::scatter}) {
