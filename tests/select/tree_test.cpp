@@ -350,7 +350,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     bcast.comm_size = 3;
     CHECK(tree.walk(bcast) == "binomial");
     // Up to 16 KiB from 4 to 8 ranks over TCP the root sends to every rank
-    // (0.47-0.73 of the binomial tree's time here; on a network of ~15 us
+    // (0.47-0.74 of the binomial tree's time here; on a network of ~15 us
     // latency its p - 1 sends still beat log2(p) rounds there; forty-seventh
     // session).
     const auto bcast_over_tcp = [&](int p, std::size_t bytes) {
