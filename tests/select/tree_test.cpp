@@ -64,6 +64,19 @@ std::vector<call_signature> signature_grid(collective kind) {
     return out;
 }
 
+// A call with an operation over 8-byte elements: the reductions and scans
+// the preference tests walk.
+call_signature with_op(collective kind, int p, std::size_t bytes, bool commutative = true,
+                       std::string_view transport = {}) {
+    return call_signature{.kind = kind,
+                          .comm_size = p,
+                          .bytes = bytes,
+                          .count = bytes / 8,
+                          .has_op = true,
+                          .commutative = commutative,
+                          .transport = transport};
+}
+
 } // namespace
 
 TEST_CASE("the shipped trees validate and cover every collective") {
@@ -97,12 +110,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     auto reduce8 = [](int p, std::size_t bytes, bool commutative) {
-        return call_signature{.kind = collective::all_reduce,
-                              .comm_size = p,
-                              .bytes = bytes,
-                              .count = bytes / 8,
-                              .has_op = true,
-                              .commutative = commutative};
+        return with_op(collective::all_reduce, p, bytes, commutative);
     };
     // Small vectors on 3 to 8 ranks: every vector to every rank in one round
     // (oversubscribed shared memory, docs/performance.md, twenty-seventh
@@ -122,9 +130,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // representatives of 3 nodes) up to 16 KiB and from 5 to 8 up to 64 KiB
     // (twenty-seventh session).
     const auto reduce_over = [&](int p, std::size_t bytes, std::string_view transport) {
-        auto s = reduce8(p, bytes, true);
-        s.transport = transport;
-        return tree.walk(s);
+        return tree.walk(with_op(collective::all_reduce, p, bytes, true, transport));
     };
     CHECK(reduce_over(2, 8, "tcp") == "recursive_doubling");
     CHECK(reduce_over(4, 8, "tcp") == "linear");
@@ -150,10 +156,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // Reduce: the binomial tree; for a commutative operation of medium
     // length it in segments (segmented_binomial), and long vectors between
     // two ranks, which share the combining, rabenseifner.
-    auto rooted = [&](int p, std::size_t bytes, bool commutative) {
-        auto s = reduce8(p, bytes, commutative);
-        s.kind = collective::reduce;
-        return s;
+    auto rooted = [](int p, std::size_t bytes, bool commutative) {
+        return with_op(collective::reduce, p, bytes, commutative);
     };
     CHECK(tree.walk(rooted(2, 4 << 10, true)) == "binomial");
     CHECK(tree.walk(rooted(2, 8 << 10, true)) == "segmented_binomial");
@@ -236,13 +240,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CAPTURE(name);
         const auto scan_on = [&](int p, std::size_t bytes, std::uint32_t line_ns,
                                  std::string_view transport = "shm") {
-            call_signature s{.kind = kind,
-                             .comm_size = p,
-                             .bytes = bytes,
-                             .count = bytes / 8,
-                             .has_op = true,
-                             .commutative = true,
-                             .transport = transport};
+            auto s = with_op(kind, p, bytes, true, transport);
             s.line_ns = line_ns;
             return tree.walk(s);
         };
@@ -301,11 +299,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}) == "bruck");
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 16, .bytes = 64}) ==
           "recursive_doubling");
-    CHECK(tree.walk({.kind = collective::reduce_scatter,
-                     .comm_size = 8,
-                     .bytes = 8 << 10,
-                     .count = 1 << 10,
-                     .has_op = true}) == "direct");
+    CHECK(tree.walk(with_op(collective::reduce_scatter, 8, 8 << 10)) == "direct");
     CHECK(tree.walk(rooted(8, 16 << 10, true)) == "linear");
     CHECK(tree.walk(rooted(8, 16 << 10, false)) == "linear");
     CHECK(tree.walk(rooted(16, 8, true)) == "binomial");
@@ -457,13 +451,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // (twenty-eighth session).
     const auto scatter_reduced_over = [&](int p, std::size_t bytes, bool commutative,
                                           std::string_view transport = "tcp") {
-        return tree.walk({.kind = collective::reduce_scatter,
-                          .comm_size = p,
-                          .bytes = bytes,
-                          .count = bytes / 8,
-                          .has_op = true,
-                          .commutative = commutative,
-                          .transport = transport});
+        return tree.walk(with_op(collective::reduce_scatter, p, bytes, commutative, transport));
     };
     CHECK(scatter_reduced_over(6, 16 << 10, true) == "linear");
     CHECK(scatter_reduced_over(6, 32 << 10, true) == "ring");
