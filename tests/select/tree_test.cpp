@@ -115,12 +115,35 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // Small vectors on 3 to 8 ranks: every vector to every rank in one round
     // (oversubscribed shared memory, docs/performance.md, twenty-seventh
     // session); two ranks, more than eight and longer vectors: recursive
-    // doubling.
+    // doubling. Where ranks share cores (line_ns 0), one round up to 4 KiB,
+    // and from 5 to 8 ranks every vector to rank 0 and back (linear) up to
+    // 16 KiB (forty-eighth session); where each has a core, one round up to
+    // 1 KiB.
+    const auto reduce_at = [&](int p, std::size_t bytes, std::uint32_t line_ns,
+                               bool commutative = true) {
+        auto s = reduce8(p, bytes, commutative);
+        s.line_ns = line_ns;
+        return tree.walk(s);
+    };
     CHECK(tree.walk(reduce8(8, 8, true)) == "direct");
     CHECK(tree.walk(reduce8(3, 1 << 10, false)) == "direct");
     CHECK(tree.walk(reduce8(2, 8, true)) == "recursive_doubling");
     CHECK(tree.walk(reduce8(9, 8, true)) == "recursive_doubling");
-    CHECK(tree.walk(reduce8(8, 2 << 10, true)) == "recursive_doubling");
+    CHECK(reduce_at(8, 2 << 10, 110) == "recursive_doubling");
+    for (const bool commutative : {true, false}) {
+        CAPTURE(commutative);
+        CHECK(reduce_at(3, 4 << 10, 0, commutative) == "direct");
+        CHECK(reduce_at(4, 8 << 10, 0, commutative) == "recursive_doubling");
+        CHECK(reduce_at(5, 4 << 10, 0, commutative) == "direct");
+        CHECK(reduce_at(5, 8 << 10, 0, commutative) == "linear");
+        CHECK(reduce_at(8, 16 << 10, 0, commutative) == "linear");
+        CHECK(reduce_at(8, 16 << 10, 110, commutative) == "recursive_doubling");
+        CHECK(reduce_at(8, 2 << 10, 450, commutative) == "recursive_doubling");
+        CHECK(reduce_at(9, 8 << 10, 0, commutative) == "recursive_doubling");
+    }
+    CHECK(reduce_at(8, 32 << 10, 0) == "rabenseifner");
+    CHECK(reduce_at(6, 32 << 10, 0) == "ring");
+    CHECK(reduce_at(6, 32 << 10, 0, false) == "recursive_doubling");
     // Over TCP, every vector to rank 0 and the result back (two hops, one
     // message each way for all but rank 0) from 3 to 8 ranks up to 16 KiB
     // (twenty-eighth session; 1 KiB before), and up to 64 KiB at 3 and 4
@@ -300,6 +323,25 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk({.kind = collective::all_gather, .comm_size = 16, .bytes = 64}) ==
           "recursive_doubling");
     CHECK(tree.walk(with_op(collective::reduce_scatter, 8, 8 << 10)) == "direct");
+    // A commutative reduce_scatter goes in one round up to 64 KiB where
+    // ranks share cores (forty-eighth session), up to 16 KiB where each has
+    // one.
+    const auto scatter_reduced_at = [&](int p, std::size_t bytes, std::uint32_t line_ns,
+                                        bool commutative = true) {
+        auto s = with_op(collective::reduce_scatter, p, bytes, commutative);
+        s.line_ns = line_ns;
+        return tree.walk(s);
+    };
+    for (int p : {3, 4, 5, 6, 7, 8}) {
+        CAPTURE(p);
+        CHECK(scatter_reduced_at(p, 64 << 10, 0) == "direct");
+        CHECK(scatter_reduced_at(p, 32 << 10, 110) != "direct");
+        CHECK(scatter_reduced_at(p, 128 << 10, 0) != "direct");
+        CHECK(scatter_reduced_at(p, 32 << 10, 0, false) == "pairwise");
+    }
+    CHECK(scatter_reduced_at(8, 128 << 10, 0) == "recursive_halving");
+    CHECK(scatter_reduced_at(6, 128 << 10, 0) == "ring");
+    CHECK(scatter_reduced_at(9, 32 << 10, 0) == "ring");
     CHECK(tree.walk(rooted(8, 16 << 10, true)) == "linear");
     CHECK(tree.walk(rooted(8, 16 << 10, false)) == "linear");
     CHECK(tree.walk(rooted(16, 8, true)) == "binomial");
