@@ -73,7 +73,11 @@ struct options {
     // Messages of at least this many bytes whose send buffer is shared memory
     // (tutti::allocate_shared) are copied by the receiver out of its mapping
     // of that buffer: one copy at memcpy speed, for the price of an
-    // acknowledgement. Below it, the cells are quicker.
+    // acknowledgement. Below it, the cells are quicker. Where the node's
+    // ranks outnumber its cores, a shared buffer is mapped only from the size
+    // at which the same send would go by single copy from a private one (for
+    // a send awaited at once, cma_threshold): the wait for that
+    // acknowledgement costs a sender that has a next step to take.
     std::size_t mapped_threshold = 16 * 1024;
     // false: never map a peer's buffers; shared buffers go as any other.
     bool use_mapped = true;
