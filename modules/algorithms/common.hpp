@@ -400,6 +400,46 @@ task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::
     }
 }
 
+// The one round of the direct scan and exscan: a receive from every lower
+// rank into its slot, and `own` to every higher rank, awaited at the call's
+// end. Rank r receives r vectors and sends p - 1 - r. Once done() has been
+// awaited, fold_lower(out) writes x0 op ... op x(r-1) to out (r >= 1).
+class prefix_round {
+public:
+    prefix_round(const call_context& ctx, const reduction_op& op, std::size_t count,
+                 std::span<const std::byte> own)
+        : op_(op), count_(count), bytes_(count * op.element_size), rank_(ctx.rank()),
+          lower_(static_cast<std::size_t>(rank_) * bytes_) {
+        requests_.reserve(static_cast<std::size_t>(ctx.size() - 1));
+        for (int source = 0; source < rank_; ++source)
+            requests_.push_back(ctx.irecv(source, 0, slot(source), receive_use::combined_at_once));
+        for (int dest = rank_ + 1; dest < ctx.size(); ++dest)
+            keep_pending(requests_, ctx.start_send(dest, 0, own, send_awaited::at_end));
+    }
+    prefix_round(const prefix_round&) = delete; // the receives write into it
+    prefix_round& operator=(const prefix_round&) = delete;
+
+    task<void> done() const { return wait_all(requests_); }
+
+    // out may be the first slot's (slot(0).data()); with one lower rank its
+    // vector is copied.
+    void fold_lower(std::byte* out) {
+        if (rank_ == 1)
+            copy_unless_same(out, slot(0).data(), bytes_);
+        else
+            fold_in_rank_order(
+                op_, rank_, [&](int rank) { return slot(rank).data(); }, out, count_);
+    }
+    std::span<std::byte> slot(int rank) { return blocks_of(lower_.span(), bytes_, rank); }
+
+private:
+    const reduction_op& op_;
+    std::size_t count_, bytes_;
+    int rank_;
+    scratch<> lower_;
+    std::vector<request> requests_;
+};
+
 // Rank 0's fan-in in the linear algorithms: a receive from every other rank
 // into slot(peer), all posted at once so that no message waits unexpected.
 // Await the requests with wait_all.

@@ -254,10 +254,13 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     }
     // Scan and exscan: the chain at 2 and 3 ranks (its two hops at 3 are as
     // many steps as recursive doubling's two rounds, with half the
-    // messages), and from 4 to 8 ranks above 8 KiB where ranks share cores
+    // messages), and from 4 to 8 ranks above 16 KiB where ranks share cores
     // (line_ns 0), above 32 KiB where each has one; over TCP, where every
     // message is a system call, the chain at 4 ranks at every size too
-    // (forty-seventh session).
+    // (forty-seventh session). Where ranks share cores, up to 16 KiB from 4
+    // to 8 ranks every vector goes to every higher rank in one round
+    // (direct), but for recursive doubling up to 1 KiB at 4 (forty-eighth
+    // session).
     for (const auto kind : {collective::scan, collective::exscan}) {
         const auto name = to_string(kind);
         CAPTURE(name);
@@ -270,9 +273,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CHECK(scan_on(2, 8, 110) == "linear");
         CHECK(scan_on(3, 8, 0) == "linear");
         CHECK(scan_on(3, 8, 110) == "linear");
-        CHECK(scan_on(4, 8 << 10, 0) == "recursive_doubling");
-        CHECK(scan_on(4, 16 << 10, 0) == "linear");
-        CHECK(scan_on(8, 16 << 10, 0) == "linear");
+        CHECK(scan_on(4, 1 << 10, 0) == "recursive_doubling");
+        CHECK(scan_on(4, 2 << 10, 0) == "direct");
+        CHECK(scan_on(4, 16 << 10, 0) == "direct");
+        CHECK(scan_on(4, 32 << 10, 0) == "linear");
+        for (int p : {5, 6, 7, 8}) {
+            CAPTURE(p);
+            CHECK(scan_on(p, 8, 0) == "direct");
+            CHECK(scan_on(p, 16 << 10, 0) == "direct");
+            CHECK(scan_on(p, 32 << 10, 0) == "linear");
+            CHECK(scan_on(p, 8, 110) == "recursive_doubling");
+        }
         CHECK(scan_on(4, 32 << 10, 110) == "recursive_doubling");
         CHECK(scan_on(4, 64 << 10, 110) == "linear");
         CHECK(scan_on(9, 1 << 20, 0) == "recursive_doubling");
