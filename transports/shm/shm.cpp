@@ -732,12 +732,12 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     cannot_help_.assign(n, 0);
     cores_shared_ = ranks_outnumber_cores(size_);
     share_copies_ = opts_.shared_copy_chunk > 0 && !cores_shared_;
-    pipeline_cells_ = opts_.pipeline_piece > 0 && !ranks_outnumber_cores(size_);
+    pipeline_cells_ = opts_.pipeline_piece > 0 && !cores_shared_;
     if (opts_.cma_threshold_awaited_at_end == 0)
-        opts_.cma_threshold_awaited_at_end = std::min(
-            opts_.cma_threshold, ranks_outnumber_cores(size_) ? oversubscribed_cma_threshold_at_end
-                                 : share_copies_              ? 2 * small_shared_copy_chunk
-                                                              : opts_.cma_threshold);
+        opts_.cma_threshold_awaited_at_end =
+            std::min(opts_.cma_threshold, cores_shared_   ? oversubscribed_cma_threshold_at_end
+                                          : share_copies_ ? 2 * small_shared_copy_chunk
+                                                          : opts_.cma_threshold);
     if (opts_.cma_threshold_exchange == 0)
         opts_.cma_threshold_exchange =
             share_copies_ ? std::min(opts_.cma_threshold, 2 * small_shared_copy_chunk)
@@ -758,7 +758,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     // Where ranks share cores a timed line may include a preemption, and a
     // receiver is often not polling at all: adaptive means cached there.
     adaptive_lines_ = opts_.one_line_stores == options::line_stores::adaptive &&
-                      has_direct_line_stores() && !ranks_outnumber_cores(size_);
+                      has_direct_line_stores() && !cores_shared_;
     try {
         setup(boot);
     } catch (...) {
@@ -1015,7 +1015,7 @@ void endpoint::setup(bootstrap& boot) {
 // and so that every rank's messages take the same paths.
 void endpoint::agree_link_figures(bootstrap& boot) {
     // Where ranks share cores, a bounce or a timed copy measures the scheduler.
-    const bool measure = size_ > 1 && !ranks_outnumber_cores(size_);
+    const bool measure = size_ > 1 && !cores_shared_;
     line_figure line;
     if (opts_.line_ns)
         line.ns = *opts_.line_ns;
