@@ -77,6 +77,13 @@ call_signature with_op(collective kind, int p, std::size_t bytes, bool commutati
                           .transport = transport};
 }
 
+// The same call where a line takes line_ns between the ranks' cores (0:
+// they share cores).
+call_signature line_at(call_signature s, std::uint32_t line_ns) {
+    s.line_ns = line_ns;
+    return s;
+}
+
 } // namespace
 
 TEST_CASE("the shipped trees validate and cover every collective") {
@@ -121,9 +128,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // 1 KiB.
     const auto reduce_at = [&](int p, std::size_t bytes, std::uint32_t line_ns,
                                bool commutative = true) {
-        auto s = reduce8(p, bytes, commutative);
-        s.line_ns = line_ns;
-        return tree.walk(s);
+        return tree.walk(line_at(reduce8(p, bytes, commutative), line_ns));
     };
     CHECK(tree.walk(reduce8(8, 8, true)) == "direct");
     CHECK(tree.walk(reduce8(3, 1 << 10, false)) == "direct");
@@ -193,10 +198,6 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // From 3 to 8 ranks, 32-128 KiB: in segments only where each rank has a
     // core (the line was measured); where ranks share cores (line_ns 0) a
     // segment may cost a context switch, and the whole vector is quicker.
-    auto line_at = [](call_signature s, std::uint32_t line_ns) {
-        s.line_ns = line_ns;
-        return s;
-    };
     for (int p : {3, 4, 8, 16}) {
         CAPTURE(p);
         CHECK(tree.walk(rooted(p, 64 << 10, true)) == "binomial");
@@ -266,9 +267,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CAPTURE(name);
         const auto scan_on = [&](int p, std::size_t bytes, std::uint32_t line_ns,
                                  std::string_view transport = "shm") {
-            auto s = with_op(kind, p, bytes, true, transport);
-            s.line_ns = line_ns;
-            return tree.walk(s);
+            return tree.walk(line_at(with_op(kind, p, bytes, true, transport), line_ns));
         };
         CHECK(scan_on(2, 8, 110) == "linear");
         CHECK(scan_on(3, 8, 0) == "linear");
@@ -317,9 +316,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // where ranks share cores (line_ns 0; forty-seventh session). Reduce:
     // every vector to the root from 3 to 8 ranks up to 16 KiB.
     const auto all_gather_on = [&](int p, std::size_t bytes, std::uint32_t line_ns) {
-        call_signature s{.kind = collective::all_gather, .comm_size = p, .bytes = bytes};
-        s.line_ns = line_ns;
-        return tree.walk(s);
+        return tree.walk(
+            line_at({.kind = collective::all_gather, .comm_size = p, .bytes = bytes}, line_ns));
     };
     CHECK(all_gather_on(6, 64, 110) == "direct");
     CHECK(all_gather_on(4, 4096, 110) == "recursive_doubling");
@@ -340,9 +338,8 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // one.
     const auto scatter_reduced_at = [&](int p, std::size_t bytes, std::uint32_t line_ns,
                                         bool commutative = true) {
-        auto s = with_op(collective::reduce_scatter, p, bytes, commutative);
-        s.line_ns = line_ns;
-        return tree.walk(s);
+        return tree.walk(
+            line_at(with_op(collective::reduce_scatter, p, bytes, commutative), line_ns));
     };
     for (int p : {3, 4, 5, 6, 7, 8}) {
         CAPTURE(p);
