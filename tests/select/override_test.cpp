@@ -213,6 +213,35 @@ TEST_CASE("a remembered choice does not outlive what it was chosen under") {
         });
         CHECK(probe_runs == 12);
     }
+    SUBCASE("more kinds of call rotate than a thread remembers") {
+        // Six distinct choices in turn (named and automatic, on two
+        // communicators, at two sizes): each new one replaces an older, and
+        // a found one must still be the one made for that very call.
+        probe_runs = 0;
+        inproc::run(4, [](communicator comm) -> task<void> {
+            auto half = co_await comm.split(comm.rank() % 2, comm.rank());
+            auto sum_of = [](communicator c, std::size_t n, const char* name) -> task<void> {
+                std::vector<std::int64_t> v(n, c.rank() + 1);
+                if (name)
+                    co_await all_reduce(c, v, sum, use(name));
+                else
+                    co_await all_reduce(c, v, sum);
+                const std::int64_t p = c.size();
+                for (auto x : v)
+                    if (x != p * (p + 1) / 2)
+                        throw tutti::error(errc::invalid_argument, "wrong rotated sum");
+            };
+            for (int i = 0; i < 3; ++i) {
+                co_await sum_of(comm, 3, "probe");
+                co_await sum_of(comm, 3, nullptr);
+                co_await sum_of(half, 3, "probe");
+                co_await sum_of(half, 3, nullptr);
+                co_await sum_of(comm, 5, "probe");
+                co_await sum_of(comm, 3, "recursive_doubling");
+            }
+        });
+        CHECK(probe_runs == 3 * 3 * 4);
+    }
     SUBCASE("a user's call and the same call issued as a sub-call alternate") {
         scoped_env env{{"TUTTI_ALL_REDUCE_ALGORITHM", "probe"}};
         probe_runs = 0;
