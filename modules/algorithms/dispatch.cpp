@@ -125,10 +125,11 @@ struct remembered_choice {
 // sub-calls run on other communicators than its own call (the hierarchical
 // barrier's on the node's, inside a loop of world barriers), and a call that
 // names its algorithm sits beside the program's other calls (a 2-rank barrier
-// naming `dissemination` between tutti-bench's own barriers took 0.36 us
-// against 0.28 unnamed: with one choice kept, both decided afresh every call).
-// The slot found last is looked at first, so a loop of one call compares one
-// key; a new choice replaces the oldest.
+// naming `dissemination` between tutti-bench's own barriers took 0.33-0.36 us
+// against 0.26-0.28 unnamed: with one choice kept, both decided afresh every
+// call). The slot found last is looked at first, so a loop of one call
+// compares one key (callgrind: 144 instructions a call in choose_phase, 137
+// with one slot); a new choice replaces the oldest.
 template <class Args>
 struct remembered_choices {
     static constexpr std::uint8_t slots = 4;
@@ -138,13 +139,20 @@ struct remembered_choices {
 
     const algorithm<Args>* find(std::uint64_t serial, std::uintptr_t token, const choice_key& now,
                                 const selection_request& request, bool named_now) {
-        for (std::uint8_t i = 0; i < slots; ++i) {
-            const auto at = static_cast<std::uint8_t>((found_last + i) % slots);
-            if (slot[at].holds_for(serial, token, now, request, named_now)) {
+        const auto& last = slot[found_last];
+        if (last.holds_for(serial, token, now, request, named_now)) return last.chosen;
+        return find_in_others(serial, token, now, request, named_now);
+    }
+    // Out of line: a loop of one call never gets here, and keeping the loop
+    // out of find() keeps its check nearly as short as the one slot's was.
+    [[gnu::noinline]] const algorithm<Args>*
+    find_in_others(std::uint64_t serial, std::uintptr_t token, const choice_key& now,
+                   const selection_request& request, bool named_now) {
+        for (std::uint8_t at = 0; at < slots; ++at)
+            if (at != found_last && slot[at].holds_for(serial, token, now, request, named_now)) {
                 found_last = at;
                 return slot[at].chosen;
             }
-        }
         return nullptr;
     }
     void remember(const remembered_choice<Args>& choice) {
