@@ -30,11 +30,31 @@ namespace {
 
 using namespace tutti_bench;
 
+// --op compose for MPI: invec holds the lower ranks' contribution, so
+// inoutvec[i] = invec[i] (op) inoutvec[i] (MPI's rule for user operations).
+void compose_affine_mpi(void* in, void* inout, int* length, MPI_Datatype*) {
+    const auto* lower = static_cast<const element*>(in);
+    auto* higher = static_cast<element*>(inout);
+    for (int i = 0; i < *length; ++i)
+        higher[i] = compose_affine(lower[i], higher[i]);
+}
+
+// The MPI operation for --op, created once (MPI_Op_create needs MPI running).
+MPI_Op mpi_operation(reduction op) {
+    if (op == reduction::sum) return MPI_SUM;
+    static const MPI_Op compose = [] {
+        MPI_Op made;
+        MPI_Op_create(&compose_affine_mpi, 0 /* not commutative */, &made);
+        return made;
+    }();
+    return compose;
+}
+
 // One collective at one size on this rank; counts in elements, as MPI wants.
 class bench_call {
 public:
     explicit bench_call(const layout& l)
-        : layout_(l), block_(static_cast<int>(l.block)),
+        : layout_(l), op_(mpi_operation(l.op)), block_(static_cast<int>(l.block)),
           counts_(static_cast<std::size_t>(l.ranks), static_cast<int>(l.block)),
           offsets_(static_cast<std::size_t>(l.ranks)) {
         for (std::size_t j = 0; j < offsets_.size(); ++j)
@@ -57,10 +77,10 @@ public:
             MPI_Bcast(send, block_, type, root, comm);
             break;
         case collective::reduce:
-            MPI_Reduce(send, recv, block_, type, MPI_SUM, root, comm);
+            MPI_Reduce(send, recv, block_, type, op_, root, comm);
             break;
         case collective::all_reduce:
-            MPI_Allreduce(send, recv, block_, type, MPI_SUM, comm);
+            MPI_Allreduce(send, recv, block_, type, op_, comm);
             break;
         case collective::gather:
             MPI_Gather(send, block_, type, recv, block_, type, root, comm);
@@ -79,19 +99,20 @@ public:
                           offsets_.data(), type, comm);
             break;
         case collective::reduce_scatter:
-            MPI_Reduce_scatter_block(send, recv, block_, type, MPI_SUM, comm);
+            MPI_Reduce_scatter_block(send, recv, block_, type, op_, comm);
             break;
         case collective::scan:
-            MPI_Scan(send, recv, block_, type, MPI_SUM, comm);
+            MPI_Scan(send, recv, block_, type, op_, comm);
             break;
         case collective::exscan:
-            MPI_Exscan(send, recv, block_, type, MPI_SUM, comm);
+            MPI_Exscan(send, recv, block_, type, op_, comm);
             break;
         }
     }
 
 private:
     layout layout_;
+    MPI_Op op_;
     int block_;
     std::vector<int> counts_;
     std::vector<int> offsets_;
@@ -195,7 +216,7 @@ int run(const settings& s, const std::string& transport, const std::vector<std::
     for (auto kind : s.collectives) {
         const std::string name{to_string(kind)};
         for (std::size_t bytes : s.sizes) {
-            const auto l = layout_for(kind, bytes, size, rank, s.root);
+            const auto l = layout_for(kind, bytes, size, rank, s.root, s.op);
             shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
             auto pool = make_pool(s, l);
             const bench_call call(l);

@@ -58,6 +58,13 @@ class shared_memory_resource final : public std::pmr::memory_resource {
     }
 };
 
+// --op compose as a callable, so the operation's type is nameable.
+struct compose_affine_op {
+    element operator()(element lower, element higher) const {
+        return compose_affine(lower, higher);
+    }
+};
+
 // One collective at one size on this rank: its layout, the options every
 // call passes, and the call itself on a buffer set.
 class bench_call {
@@ -84,12 +91,12 @@ public:
         case collective::broadcast:
             return body([&](buffer_set& b) { return tutti::broadcast(world_, b.send, o); });
         case collective::reduce:
-            return body([&](buffer_set& b) {
-                return tutti::reduce(world_, b.send, b.recv, tutti::sum, o);
+            return reducing(body, [&](buffer_set& b, const auto& op) {
+                return tutti::reduce(world_, b.send, b.recv, op, o);
             });
         case collective::all_reduce:
-            return body([&](buffer_set& b) {
-                return tutti::all_reduce(world_, b.send, b.recv, tutti::sum, o);
+            return reducing(body, [&](buffer_set& b, const auto& op) {
+                return tutti::all_reduce(world_, b.send, b.recv, op, o);
             });
         case collective::gather:
             return body([&](buffer_set& b) { return tutti::gather(world_, b.send, b.recv, o); });
@@ -107,18 +114,27 @@ public:
                                           b.recv, std::span<const std::size_t>(counts_), o);
             });
         case collective::reduce_scatter:
-            return body([&](buffer_set& b) {
-                return tutti::reduce_scatter(world_, b.send, b.recv, tutti::sum, o);
+            return reducing(body, [&](buffer_set& b, const auto& op) {
+                return tutti::reduce_scatter(world_, b.send, b.recv, op, o);
             });
         case collective::scan:
-            return body(
-                [&](buffer_set& b) { return tutti::scan(world_, b.send, b.recv, tutti::sum, o); });
+            return reducing(body, [&](buffer_set& b, const auto& op) {
+                return tutti::scan(world_, b.send, b.recv, op, o);
+            });
         case collective::exscan:
-            return body([&](buffer_set& b) {
-                return tutti::exscan(world_, b.send, b.recv, tutti::sum, o);
+            return reducing(body, [&](buffer_set& b, const auto& op) {
+                return tutti::exscan(world_, b.send, b.recv, op, o);
             });
         }
         throw std::logic_error("tutti-bench: a collective without a call");
+    }
+
+    // body given a reduction's call on the operation asked for (--op).
+    template <class Body, class Call>
+    auto reducing(Body& body, Call call) const {
+        if (layout_.op == reduction::compose)
+            return body([this, call](buffer_set& b) { return call(b, compose_); });
+        return body([call](buffer_set& b) { return call(b, tutti::sum); });
     }
 
     static tutti::task<void> copy(buffer_set& b) {
@@ -130,7 +146,9 @@ public:
     choice resolve_algorithm(buffer_set& b, const std::string& algorithm) const {
         using tutti::collective;
         if (memcpy_) return {true, "memcpy"};
-        const auto op = tutti::erase_operation<element>(tutti::sum);
+        const auto op = layout_.op == reduction::compose
+                            ? tutti::erase_operation<element>(compose_)
+                            : tutti::erase_operation<element>(tutti::sum);
         const auto send = std::as_bytes(std::span(b.send));
         const auto recv = std::as_writable_bytes(std::span(b.recv));
         const std::vector<std::size_t> bytes(counts_.size(), layout_.block * sizeof(element));
@@ -180,6 +198,8 @@ private:
     bool memcpy_;
     std::vector<std::size_t> counts_;
     tutti::call_options options_;
+    tutti::user_op<compose_affine_op> compose_ =
+        tutti::make_op(compose_affine_op{}, tutti::commutativity::non_commutative);
 };
 
 struct timing {
@@ -329,7 +349,7 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
     for (auto kind : kinds) {
         const std::string name{c.memcpy_only ? "memcpy" : to_string(kind)};
         for (std::size_t size : s.sizes) {
-            const auto l = layout_for(kind, size, job.size(), job.rank(), s.root);
+            const auto l = layout_for(kind, size, job.size(), job.rank(), s.root, s.op);
             shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
             shared_memory_resource shared;
             auto pool =

@@ -54,6 +54,28 @@ element sum_through(int last_rank, std::size_t i) {
     return (r + 1) * (r + 2) / 2 * weight(i);
 }
 
+// Under --op compose rank r contributes the map x -> a x + b with an odd a
+// that varies with rank and element, and b = (r + 1) w(i).
+element affine_contribution(int rank, std::size_t i) {
+    const auto a =
+        static_cast<std::uint32_t>(2 * ((static_cast<std::size_t>(rank) * 31 + i) % 1000) + 3);
+    const auto b = static_cast<std::uint32_t>(contribution(rank, i));
+    return static_cast<element>(std::uint64_t{a} << 32 | b);
+}
+
+element contribution(reduction op, int rank, std::size_t i) {
+    return op == reduction::sum ? contribution(rank, i) : affine_contribution(rank, i);
+}
+
+// What ranks 0..last_rank's contributions reduce to, in rank order.
+element reduced_through(reduction op, int last_rank, std::size_t i) {
+    if (op == reduction::sum) return sum_through(last_rank, i);
+    element v = affine_contribution(0, i);
+    for (int r = 1; r <= last_rank; ++r)
+        v = compose_affine(v, affine_contribution(r, i));
+    return v;
+}
+
 constexpr element untouched = -1;
 
 std::string mismatch(const layout& l, const char* buffer, std::size_t i, element got,
@@ -64,6 +86,20 @@ std::string mismatch(const layout& l, const char* buffer, std::size_t i, element
 }
 
 } // namespace
+
+element compose_affine(element lower, element higher) {
+    const auto low = static_cast<std::uint64_t>(lower), high = static_cast<std::uint64_t>(higher);
+    const auto a1 = static_cast<std::uint32_t>(low >> 32), b1 = static_cast<std::uint32_t>(low);
+    const auto a2 = static_cast<std::uint32_t>(high >> 32), b2 = static_cast<std::uint32_t>(high);
+    // x -> a2 (a1 x + b1) + b2, modulo 2^32.
+    const auto a = static_cast<std::uint32_t>(a1 * a2);
+    const auto b = static_cast<std::uint32_t>(a2 * b1 + b2);
+    return static_cast<element>(std::uint64_t{a} << 32 | b);
+}
+
+element combine(reduction op, element lower, element higher) {
+    return op == reduction::sum ? lower + higher : compose_affine(lower, higher);
+}
 
 std::size_t parse_size(const std::string& text) {
     const std::string t = trim(text);
@@ -184,6 +220,12 @@ void add_options(CLI::App& app, settings& s) {
         ->capture_default_str();
     app.add_flag("--validate", s.validate,
                  "check each size's result once (on fresh buffers, before the warm-up)");
+    app.add_option("--op", s.given.op,
+                   "what reductions combine with: sum (built in, commutative) or compose (the "
+                   "program's own operation whose order matters: affine maps of 32-bit integers, "
+                   "one per element, composed in rank order)")
+        ->check(CLI::IsMember({"sum", "compose"}))
+        ->capture_default_str();
     app.add_option("--root", s.root, "the root of rooted collectives")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
@@ -205,6 +247,7 @@ void add_options(CLI::App& app, settings& s) {
             s.sizes = parse_sizes(s.given.sizes);
             s.budget = parse_size(s.given.budget);
             s.pool_limit = parse_size(s.given.pool_limit);
+            s.op = s.given.op == "compose" ? reduction::compose : reduction::sum;
         } catch (const std::invalid_argument& e) {
             throw CLI::ValidationError(e.what());
         }
@@ -213,10 +256,10 @@ void add_options(CLI::App& app, settings& s) {
     });
 }
 
-layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, int rank,
-                  int root) {
+layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, int rank, int root,
+                  reduction op) {
     using tutti::collective;
-    layout l{.kind = kind, .ranks = ranks, .rank = rank, .root = root};
+    layout l{.kind = kind, .ranks = ranks, .rank = rank, .root = root, .op = op};
     const std::size_t n = std::max<std::size_t>(1, nominal_bytes / sizeof(element));
     const auto p = static_cast<std::size_t>(ranks);
     const std::size_t block = std::max<std::size_t>(1, n / p);
@@ -325,7 +368,7 @@ void fill(const layout& l, buffer_set& b) {
     case collective::exscan:
     case collective::reduce_scatter:
         for (std::size_t i = 0; i < b.send.size(); ++i)
-            b.send[i] = contribution(l.rank, i);
+            b.send[i] = contribution(l.op, l.rank, i);
         break;
     }
 }
@@ -349,12 +392,15 @@ std::string check(const layout& l, const buffer_set& b) {
         if (l.rank != l.root) return "";
         [[fallthrough]];
     case collective::all_reduce:
-        return expect("recv", b.recv, [&](std::size_t i) { return sum_through(last, i); });
+        return expect("recv", b.recv,
+                      [&](std::size_t i) { return reduced_through(l.op, last, i); });
     case collective::scan:
-        return expect("recv", b.recv, [&](std::size_t i) { return sum_through(l.rank, i); });
+        return expect("recv", b.recv,
+                      [&](std::size_t i) { return reduced_through(l.op, l.rank, i); });
     case collective::exscan:
         if (l.rank == 0) return ""; // rank 0's result is undefined in MPI, untouched in tutti
-        return expect("recv", b.recv, [&](std::size_t i) { return sum_through(l.rank - 1, i); });
+        return expect("recv", b.recv,
+                      [&](std::size_t i) { return reduced_through(l.op, l.rank - 1, i); });
     case collective::gather:
         if (l.rank != l.root) return "";
         [[fallthrough]];
@@ -374,7 +420,7 @@ std::string check(const layout& l, const buffer_set& b) {
         });
     case collective::reduce_scatter:
         return expect("recv", b.recv, [&](std::size_t k) {
-            return sum_through(last, static_cast<std::size_t>(l.rank) * l.block + k);
+            return reduced_through(l.op, last, static_cast<std::size_t>(l.rank) * l.block + k);
         });
     }
     return "";

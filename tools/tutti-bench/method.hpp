@@ -27,8 +27,23 @@
 namespace tutti_bench {
 
 using clock_type = std::chrono::steady_clock;
-// Every collective moves 64-bit integers; reductions sum them.
+// Every collective moves 64-bit integers; reductions sum them (--op sum) or
+// compose them (--op compose).
 using element = std::int64_t;
+
+// The operation the reducing collectives run (--op). `sum`: the built-in sum
+// (MPI_SUM), commutative. `compose`: an operation of the program's own whose
+// order matters (tutti::make_op with commutativity::non_commutative; in MPI,
+// MPI_Op_create with commute 0), so that selection takes its choices for
+// non-commutative operations. Each element packs an affine map of 32-bit
+// integers, x -> a x + b (a in the high half, b in the low); lower (op) higher
+// applies the lower ranks' map first. Composition is associative and exact,
+// and a result combined out of rank order differs (every a is odd, so no map
+// is constant).
+enum class reduction { sum, compose };
+element compose_affine(element lower, element higher);
+// lower (op) higher for the operation.
+element combine(reduction op, element lower, element higher);
 
 inline constexpr std::size_t kib = 1024;
 inline constexpr std::size_t mib = 1024 * kib;
@@ -63,6 +78,7 @@ struct settings {
     std::size_t pool_limit = 1024 * mib;
     bool validate = false;
     int root = 0;
+    reduction op = reduction::sum;
     std::string csv;
     std::string json;
     std::string label;
@@ -74,6 +90,7 @@ struct settings {
         std::string sizes = "8:64M";
         std::string budget = "256M";
         std::string pool_limit = "1G";
+        std::string op = "sum";
     } given;
 };
 
@@ -104,9 +121,11 @@ struct layout {
     std::size_t recv = 0;
     std::size_t block = 0; // elements per rank's block; for reductions, the count
     std::size_t bytes = 0;
+    reduction op = reduction::sum; // what reductions combine with
 };
 
-layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, int rank, int root);
+layout layout_for(tutti::collective kind, std::size_t nominal_bytes, int ranks, int rank, int root,
+                  reduction op = reduction::sum);
 
 // Timed calls and warm-up for a layout, before the time limit applies.
 int scheduled_iterations(const settings& s, const layout& l);

@@ -74,12 +74,21 @@ TEST_CASE("schedule: the budget sets the count within its bounds; the time limit
 namespace {
 
 // Every rank's buffers after a correct call, computed from the filled send
-// buffers of all ranks.
-std::vector<buffer_set> simulate(collective kind, std::size_t bytes, int ranks, int root) {
+// buffers of all ranks; reductions combine in rank order, or in reverse
+// rank order where `reversed` (a wrong result for a non-commutative one).
+std::vector<buffer_set> simulate(collective kind, std::size_t bytes, int ranks, int root,
+                                 reduction op = reduction::sum, bool reversed = false) {
     std::vector<layout> layouts;
     std::vector<buffer_set> b(static_cast<std::size_t>(ranks));
+    // Ranks first..last of element i of the send buffers, combined.
+    auto fold = [&](std::size_t first, std::size_t last, std::size_t i) {
+        element v = b[reversed ? last : first].send[i];
+        for (std::size_t k = 1; k <= last - first; ++k)
+            v = combine(op, v, b[reversed ? last - k : first + k].send[i]);
+        return v;
+    };
     for (int r = 0; r < ranks; ++r) {
-        layouts.push_back(layout_for(kind, bytes, ranks, r, root));
+        layouts.push_back(layout_for(kind, bytes, ranks, r, root, op));
         b[r].send.resize(layouts[r].send);
         b[r].recv.resize(layouts[r].recv);
         fill(layouts[r], b[r]);
@@ -93,17 +102,13 @@ std::vector<buffer_set> simulate(collective kind, std::size_t bytes, int ranks, 
             switch (kind) {
             case collective::all_reduce:
             case collective::reduce:
-                for (std::size_t q = 0; q < p; ++q)
-                    v += b[q].send[i];
+                v = fold(0, p - 1, i);
                 break;
             case collective::scan:
-                for (std::size_t q = 0; q <= r; ++q)
-                    v += b[q].send[i];
+                v = fold(0, r, i);
                 break;
             case collective::exscan:
-                if (r == 0) v = out[i];
-                for (std::size_t q = 0; q < r; ++q)
-                    v += b[q].send[i];
+                v = r == 0 ? out[i] : fold(0, r - 1, i);
                 break;
             case collective::all_gather:
             case collective::gather:
@@ -117,8 +122,7 @@ std::vector<buffer_set> simulate(collective kind, std::size_t bytes, int ranks, 
                 v = b[i / block].send[r * block + i % block];
                 break;
             case collective::reduce_scatter:
-                for (std::size_t q = 0; q < p; ++q)
-                    v += b[q].send[r * block + i];
+                v = fold(0, p - 1, r * block + i);
                 break;
             default:
                 break;
@@ -156,6 +160,44 @@ TEST_CASE("checks accept a correct result and reject one wrong element") {
                 check(layout_for(kind, 1000, ranks, victim, root), results[victim]).empty());
         }
     }
+}
+
+TEST_CASE("--op compose: checks accept rank order and reject any other") {
+    // The affine maps compose associatively: a fold split anywhere agrees.
+    const element f = compose_affine(element{3} << 32 | 5, element{7} << 32 | 11);
+    CHECK(f == (element{21} << 32 | 46)); // x -> 7 (3 x + 5) + 11
+    const element g = element{9} << 32 | 2;
+    CHECK(compose_affine(compose_affine(element{3} << 32 | 5, element{7} << 32 | 11), g) ==
+          compose_affine(element{3} << 32 | 5, compose_affine(element{7} << 32 | 11, g)));
+    CHECK(compose_affine(g, f) != compose_affine(f, g));
+    for (auto kind : {collective::reduce, collective::all_reduce, collective::reduce_scatter,
+                      collective::scan, collective::exscan}) {
+        for (int ranks : {2, 3, 5}) {
+            CAPTURE(to_string(kind));
+            CAPTURE(ranks);
+            const int root = ranks - 1;
+            const auto in_order = simulate(kind, 1000, ranks, root, reduction::compose);
+            for (int r = 0; r < ranks; ++r)
+                CHECK(check(layout_for(kind, 1000, ranks, r, root, reduction::compose), in_order[r])
+                          .empty());
+            // Combined from the last rank down: wrong wherever two or more
+            // ranks' maps meet (scan's rank 0 and exscan's ranks 0-1 have
+            // one or none).
+            const auto reversed = simulate(kind, 1000, ranks, root, reduction::compose, true);
+            const int checked = kind == collective::scan || kind == collective::exscan ? ranks - 1
+                                : kind == collective::reduce                           ? root
+                                                                                       : 0;
+            if (kind == collective::exscan && ranks == 2) continue;
+            CHECK_FALSE(check(layout_for(kind, 1000, ranks, checked, root, reduction::compose),
+                              reversed[checked])
+                            .empty());
+        }
+    }
+    // The sum's check does not take a composed result, nor the other way.
+    const auto summed = simulate(collective::all_reduce, 64, 3, 0);
+    CHECK_FALSE(
+        check(layout_for(collective::all_reduce, 64, 3, 0, 0, reduction::compose), summed[0])
+            .empty());
 }
 
 TEST_CASE("the pool cycles, and --rewrite writes a set again before its call") {

@@ -131,6 +131,25 @@ def main():
             if row["valid"] != "yes" or row["label"] != "tutti-blocking" or row["ranks"] != "3":
                 fail(f"blocking form: row {row}")
 
+        # A non-commutative operation of the program's own: every reduction
+        # checked against the rank-ordered composition, the run saying so.
+        compose_json = os.path.join(tmp, "compose.json")
+        done = run([args.tuttirun, "-n", "3", "--timeout", "60", args.bench,
+                    "reduce,all_reduce,reduce_scatter,scan,exscan", "-m", SIZES, "--op", "compose",
+                    "--validate", "-i", "20", "--min-iterations", "2", "-w", "2", "--json",
+                    compose_json, "-q"], timeout=90)
+        if "--op compose" not in done.stdout:
+            fail(f"--op compose: the table's head does not say so:\n{done.stdout[:400]}")
+        with open(compose_json) as f:
+            composed = json.load(f)
+        if composed["settings"].get("op") != "compose":
+            fail(f"--op compose: JSON settings {composed['settings']}")
+        if len(composed["results"]) != 5 * len(SIZES.split(",")):
+            fail(f"--op compose: {len(composed['results'])} rows")
+        for row in composed["results"]:
+            if row["valid"] != "yes":
+                fail(f"--op compose: row {row}")
+
         # A form it does not know is a usage error naming the option.
         wrong = subprocess.run([args.bench, "--form", "blockin", "barrier"], capture_output=True,
                                text=True, timeout=30)
