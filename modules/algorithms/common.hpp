@@ -166,6 +166,20 @@ inline std::size_t even_piece_start(std::size_t n, std::size_t pieces, int i) {
     return u * (n / pieces) + std::min(u, n % pieces);
 }
 
+// A vector of `count` elements of `element` bytes cut into `pieces` nearly
+// equal pieces (even_piece_start): where piece i starts, its elements, and
+// its bytes in a buffer holding the vector.
+struct even_pieces {
+    std::size_t count, pieces, element;
+
+    std::size_t first(int i) const { return even_piece_start(count, pieces, i); }
+    std::size_t count_of(int i) const { return first(i + 1) - first(i); }
+    template <typename T>
+    std::span<T> of(std::span<T> buffer, int i) const {
+        return buffer.subspan(first(i) * element, count_of(i) * element);
+    }
+};
+
 // Blocks [first, first + n) of a buffer laid out as equal blocks, one per
 // rank, so that rank-indexed arithmetic is written (and checked) once.
 template <typename T>
@@ -233,9 +247,10 @@ inline int actual_rank(int relative, int root, int p) {
     return (relative + root) % p;
 }
 
-// A reduce that sends nothing: an empty vector, or one rank, whose result
-// is its own data (copied to recv). True when the call is done.
-inline bool reduce_without_messages(const reduce_args& a, int p) {
+// A reduce or all_reduce that sends nothing: an empty vector, or one rank,
+// whose result is its own data (copied to recv). True when the call is done.
+template <typename Args>
+bool reduce_without_messages(const Args& a, int p) {
     const std::size_t bytes = a.count * a.op->element_size;
     if (bytes != 0 && p != 1) return false;
     copy_unless_same(a.recv.data(), a.send.data(), bytes);

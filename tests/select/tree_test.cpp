@@ -148,7 +148,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     }
     CHECK(reduce_at(8, 32 << 10, 0) == "rabenseifner");
     CHECK(reduce_at(6, 32 << 10, 0) == "ring");
-    CHECK(reduce_at(6, 32 << 10, 0, false) == "recursive_doubling");
+    // A non-commutative all_reduce above 16 KiB as a reduce_scatter and an
+    // all_gather of one round each where ranks share cores, and above 2
+    // KiB on 2 ranks (forty-ninth session, tutti-bench --op compose);
+    // recursive doubling where each of 3 or more ranks has a core.
+    CHECK(reduce_at(6, 32 << 10, 0, false) == "scatter_gather");
+    CHECK(reduce_at(4, 16 << 10, 0, false) == "recursive_doubling");
+    CHECK(reduce_at(4, 32 << 10, 0, false) == "scatter_gather");
+    CHECK(reduce_at(6, 1 << 20, 110, false) == "recursive_doubling");
+    CHECK(reduce_at(9, 1 << 20, 0, false) == "recursive_doubling");
+    CHECK(reduce_at(2, 2 << 10, 110, false) == "recursive_doubling");
+    CHECK(reduce_at(2, 4 << 10, 110, false) == "scatter_gather");
     // Over TCP, every vector to rank 0 and the result back (two hops, one
     // message each way for all but rank 0) from 3 to 8 ranks up to 16 KiB
     // (twenty-eighth session; 1 KiB before), and up to 64 KiB at 3 and 4
@@ -180,7 +190,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(reduce_over(16, 8, "shm+tcp") == "recursive_doubling");
     CHECK(tree.walk(reduce8(8, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(reduce8(6, 1 << 20, true)) == "ring");
-    CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "recursive_doubling");
+    CHECK(tree.walk(reduce8(6, 1 << 20, false)) == "scatter_gather");
+    // Over TCP, a non-commutative one from 3 to 8 ranks above 64 KiB.
+    const auto ordered_over_tcp = [&](int p, std::size_t bytes) {
+        return tree.walk(with_op(collective::all_reduce, p, bytes, false, "tcp"));
+    };
+    CHECK(ordered_over_tcp(2, 1 << 20) == "recursive_doubling");
+    CHECK(ordered_over_tcp(4, 64 << 10) == "linear");
+    CHECK(ordered_over_tcp(4, 128 << 10) == "scatter_gather");
+    CHECK(ordered_over_tcp(6, 64 << 10) == "recursive_doubling");
+    CHECK(ordered_over_tcp(6, 128 << 10) == "scatter_gather");
+    CHECK(ordered_over_tcp(12, 1 << 20) == "recursive_doubling");
     // Reduce: the binomial tree; for a commutative operation of medium
     // length it in segments (segmented_binomial), and long vectors between
     // two ranks, which share the combining, rabenseifner.

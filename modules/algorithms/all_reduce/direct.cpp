@@ -30,10 +30,7 @@ task<void> direct(const call_context& ctx, const all_reduce_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const auto bytes = a.count * a.op->element_size;
-    if (p == 1 || bytes == 0) {
-        copy_unless_same(a.recv.data(), a.send.data(), bytes);
-        co_return;
-    }
+    if (reduce_without_messages(a, p)) co_return;
     // Every rank's vector in its slot, this rank's own copied there first:
     // then an in-place call may write its result while the sends still read.
     scratch<> vectors(static_cast<std::size_t>(p) * bytes);

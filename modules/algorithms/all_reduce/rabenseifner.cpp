@@ -49,10 +49,7 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a, round
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
     const std::size_t bytes = a.count * element;
-    if (p == 1 || bytes == 0) {
-        copy_unless_same(a.recv.data(), a.send.data(), bytes);
-        co_return;
-    }
+    if (reduce_without_messages(a, p)) co_return;
 
     const int pof2 = power_of_two_floor(p);
     const int extra = p - pof2;

@@ -30,18 +30,11 @@ task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     const int p = ctx.size();
     const int r = ctx.rank();
     const std::size_t element = a.op->element_size;
-    const std::size_t bytes = a.count * element;
-    if (p == 1 || bytes == 0) {
-        copy_unless_same(a.recv.data(), a.send.data(), bytes);
-        co_return;
-    }
+    if (reduce_without_messages(a, p)) co_return;
 
-    const auto pieces = static_cast<std::size_t>(p);
-    auto first_element = [&](int i) { return even_piece_start(a.count, pieces, i); };
-    auto count_of = [&](int i) { return first_element(i + 1) - first_element(i); };
-    auto piece = [&](auto buffer, int i) {
-        return buffer.subspan(first_element(i) * element, count_of(i) * element);
-    };
+    const even_pieces cut{a.count, static_cast<std::size_t>(p), element};
+    auto count_of = [&](int i) { return cut.count_of(i); };
+    auto piece = [&](auto buffer, int i) { return cut.of(buffer, i); };
     scratch<> incoming(count_of(0) * element); // piece 0 is the largest
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
