@@ -161,13 +161,17 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(reduce_at(9, 32 << 10, 0) == "ring");
     // A non-commutative all_reduce above 16 KiB as a reduce_scatter and an
     // all_gather of one round each where ranks share cores, and above 2
-    // KiB on 2 ranks (forty-ninth session, tutti-bench --op compose);
-    // recursive doubling where each of 3 or more ranks has a core.
+    // KiB on 2 ranks (forty-ninth session, tutti-bench --op compose; up to
+    // 16 ranks); recursive doubling where each of 3 or more ranks has a core.
     CHECK(reduce_at(6, 32 << 10, 0, false) == "scatter_gather");
     CHECK(reduce_at(4, 16 << 10, 0, false) == "recursive_doubling");
     CHECK(reduce_at(4, 32 << 10, 0, false) == "scatter_gather");
     CHECK(reduce_at(6, 1 << 20, 110, false) == "recursive_doubling");
-    CHECK(reduce_at(9, 1 << 20, 0, false) == "recursive_doubling");
+    CHECK(reduce_at(9, 16 << 10, 0, false) == "recursive_doubling");
+    CHECK(reduce_at(12, 32 << 10, 0, false) == "scatter_gather");
+    CHECK(reduce_at(16, 1 << 20, 0, false) == "scatter_gather");
+    CHECK(reduce_at(16, 1 << 20, 110, false) == "recursive_doubling");
+    CHECK(reduce_at(17, 1 << 20, 0, false) == "recursive_doubling");
     CHECK(reduce_at(2, 2 << 10, 110, false) == "recursive_doubling");
     CHECK(reduce_at(2, 4 << 10, 110, false) == "scatter_gather");
     // Over TCP, every vector to rank 0 and the result back (two hops, one
