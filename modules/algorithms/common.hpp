@@ -547,6 +547,16 @@ public:
     std::span<std::byte> slot(int i) { return blocks_of(slots_.span(), bytes_, i); }
     std::size_t bytes() const noexcept { return bytes_; }
 
+    // reduce_scatter's `direct` round at `step`: every contribution to this
+    // rank's block into its slot, and this rank's contribution to block j to
+    // rank j, all at once. Await the requests (sends included, so send may be
+    // overwritten afterwards) with wait_all, then fold().
+    std::vector<request> post_round(const call_context& ctx, std::uint64_t step) {
+        return post_to_every_rank(
+            ctx, step, [&](int source) { return slot(source); },
+            [&](int dest) { return block_of(dest); }, receive_use::combined_at_once);
+    }
+
     // recv = x0 op x1 op ... op x(p-1) once every other slot is filled. The
     // own contribution is read from send, or from a copy where recv overlaps
     // it: the fold writes recv from its first combine.

@@ -33,29 +33,27 @@ task<void> ring(const call_context& ctx, const all_reduce_args& a) {
     if (reduce_without_messages(a, p)) co_return;
 
     const even_pieces cut{a.count, static_cast<std::size_t>(p), element};
-    auto count_of = [&](int i) { return cut.count_of(i); };
-    auto piece = [&](auto buffer, int i) { return cut.of(buffer, i); };
-    scratch<> incoming(count_of(0) * element); // piece 0 is the largest
+    scratch<> incoming(cut.count_of(0) * element); // piece 0 is the largest
     const int right = (r + 1) % p;
     const int left = (r - 1 + p) % p;
 
     // Reduce-scatter. Each piece is written in recv at most once here, after
     // its own contribution has been read, so in-place calls are safe.
-    std::span<const std::byte> outgoing = piece(a.send, left);
+    std::span<const std::byte> outgoing = cut.of(a.send, left);
     for (int s = 0; s < p - 1; ++s) {
         const int b = (r - s - 2 + 2 * p) % p;
-        auto into = incoming.span().first(count_of(b) * element);
+        auto into = incoming.span().first(cut.count_of(b) * element);
         co_await ctx.send_recv(right, outgoing, left, into, static_cast<std::uint64_t>(s));
-        auto partial = piece(a.recv, b);
-        a.op->combine(into.data(), piece(a.send, b).data(), partial.data(), count_of(b));
+        auto partial = cut.of(a.recv, b);
+        a.op->combine(into.data(), cut.of(a.send, b).data(), partial.data(), cut.count_of(b));
         outgoing = partial;
     }
 
     // All-gather: piece r is complete here; pass pieces on around the ring.
     const auto gather_step = static_cast<std::uint64_t>(p);
     for (int s = 0; s < p - 1; ++s) {
-        co_await ctx.send_recv(right, piece(a.recv, (r - s + p) % p), left,
-                               piece(a.recv, (r - s - 1 + p) % p),
+        co_await ctx.send_recv(right, cut.of(a.recv, (r - s + p) % p), left,
+                               cut.of(a.recv, (r - s - 1 + p) % p),
                                gather_step + static_cast<std::uint64_t>(s));
     }
 }

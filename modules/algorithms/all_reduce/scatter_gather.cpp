@@ -42,15 +42,13 @@ task<void> scatter_gather(const call_context& ctx, const all_reduce_args& a) {
         counts[static_cast<std::size_t>(b)] = cut.count_of(b);
     const auto block_of = [&](int b) { return cut.of(a.recv, b); };
 
-    // The reduce_scatter. Its sends are awaited with its receives, so that
-    // an in-place call's send buffer is read in full before the all_gather
-    // writes over it.
+    // The reduce_scatter (its `direct` round). Its sends are awaited with its
+    // receives, so that an in-place call's send buffer is read in full before
+    // the all_gather writes over it.
     {
         const reduce_scatter_args scattered{a.send, block_of(r), counts, a.op};
         own_block_contributions blocks(ctx, scattered);
-        const auto requests = post_to_every_rank(
-            ctx, scatter_step, [&](int source) { return blocks.slot(source); },
-            [&](int dest) { return blocks.block_of(dest); }, receive_use::combined_at_once);
+        const auto requests = blocks.post_round(ctx, scatter_step);
         co_await wait_all(requests);
         blocks.fold();
     }

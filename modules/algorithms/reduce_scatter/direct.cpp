@@ -29,9 +29,7 @@ task<void> direct(const call_context& ctx, const reduce_scatter_args& a) {
         copy_unless_same(a.recv.data(), a.send.data(), blocks.bytes());
         co_return;
     }
-    const auto requests = post_to_every_rank(
-        ctx, 0, [&](int source) { return blocks.slot(source); },
-        [&](int dest) { return blocks.block_of(dest); }, receive_use::combined_at_once);
+    const auto requests = blocks.post_round(ctx, 0);
     co_await wait_all(requests);
     blocks.fold();
 }
