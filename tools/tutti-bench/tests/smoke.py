@@ -155,6 +155,11 @@ def main():
                                text=True, timeout=30)
         if wrong.returncode != 2 or "--form: blockin not in" not in wrong.stderr:
             fail(f"--form blockin: exit {wrong.returncode}, stderr {wrong.stderr!r}")
+        # So is an operation it does not know.
+        wrong = subprocess.run([args.bench, "--op", "product", "all_reduce"], capture_output=True,
+                               text=True, timeout=30)
+        if wrong.returncode != 2 or "--op: product not in {sum,compose}" not in wrong.stderr:
+            fail(f"--op product: exit {wrong.returncode}, stderr {wrong.stderr!r}")
 
         python = plotting_python()
         if python is None:
