@@ -1,6 +1,7 @@
 #include "select/tree.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -119,9 +120,36 @@ public:
 
     [[noreturn]] void fail(const std::string& pointer, const std::string& what,
                            errc code = errc::invalid_argument) const {
+        // Inside a subtree, the same node may be right on one path and wrong
+        // on another: name the uses that led here, innermost first.
+        std::string uses;
+        for (const auto& [name, used_at] : std::views::reverse(expanding_))
+            uses += fmt::format("{} '@{}' used at {}", uses.empty() ? " (subtree" : ", subtree",
+                                name, used_at);
+        if (!uses.empty()) uses += ")";
         throw error(code,
-                    fmt::format("{} {} tree: at {}: {}", tree_.source_, to_string(tree_.role_),
-                                pointer.empty() ? "/" : pointer, what));
+                    fmt::format("{} {} tree: at {}: {}{}", tree_.source_, to_string(tree_.role_),
+                                pointer.empty() ? "/" : pointer, what, uses));
+    }
+
+    // The "subtrees" section, read before any collective's tree refers to it.
+    void load_subtrees(const nlohmann::json& file) {
+        if (!file.is_object()) return; // load_section names the problem
+        const auto found = file.find(subtrees_key);
+        if (found == file.end()) return;
+        const std::string pointer = pointer_step("", subtrees_key);
+        if (!found->is_object())
+            fail(pointer, "expected an object of name: node entries (used as \"@name\")");
+        for (const auto& [name, node] : found->items()) {
+            const bool well_formed = !name.empty() && std::ranges::all_of(name, [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                       c == '.';
+            });
+            if (!well_formed)
+                fail(pointer_step(pointer, name),
+                     "a subtree's name is letters, digits, '_', '-' and '.'");
+            subtrees_.emplace(name, &node);
+        }
     }
 
     void load_section(const nlohmann::json& section, const std::string& pointer,
@@ -129,6 +157,10 @@ public:
         if (!section.is_object()) fail(pointer, "expected an object of collective: tree entries");
         for (const auto& [key, value] : section.items()) {
             const auto here = pointer_step(pointer, key);
+            if (key == subtrees_key) {
+                if (!complete) fail(here, "subtrees are defined at the top level of the file only");
+                continue;
+            }
             if (key.starts_with("transport=")) {
                 if (!complete) fail(here, "a transport section cannot hold another one");
                 const auto name = key.substr(std::string_view("transport=").size());
@@ -162,6 +194,8 @@ public:
 
 private:
     int parse_node(const nlohmann::json& json, const std::string& pointer, facts known) {
+        if (json.is_string() && json.get_ref<const std::string&>().starts_with('@'))
+            return parse_subtree_use(json.get<std::string>().substr(1), pointer, known);
         if (json.is_string()) return parse_leaf(json.get<std::string>(), pointer, known);
         if (!json.is_object() || json.empty())
             fail(pointer, "expected an algorithm name or an object of conditions");
@@ -314,6 +348,40 @@ private:
                      fmt::format("'{}' and '{}' are the same region", bs[i - 1].key, bs[i].key));
     }
 
+    // A use of a shared subtree: its nodes are parsed again for this use,
+    // under this path's facts and collective, so each use is checked (and
+    // walked) as if the subtree were written here; only their pointers name
+    // the definition.
+    int parse_subtree_use(const std::string& name, const std::string& pointer, const facts& known) {
+        const auto found = subtrees_.find(name);
+        if (found == subtrees_.end()) {
+            std::string defined;
+            for (const auto& entry : subtrees_)
+                defined += fmt::format("{}@{}", defined.empty() ? "" : ", ", entry.first);
+            fail(pointer, fmt::format("unknown subtree '@{}'; {}", name,
+                                      defined.empty() ? "the file defines none (under \"subtrees\")"
+                                                      : "defined: " + defined));
+        }
+        if (std::ranges::any_of(expanding_, [&](const auto& use) { return use.first == name; }))
+            fail(pointer, fmt::format("subtree '@{}' refers to itself", name));
+
+        node n;
+        n.pointer = pointer;
+        n.var = variable::subtree;
+        branch b;
+        b.key = "@" + name;
+        n.branches.push_back(b);
+        const int self = static_cast<int>(tree_.nodes_.size());
+        tree_.nodes_.push_back(n);
+
+        expanding_.emplace_back(name, pointer);
+        const int child =
+            parse_node(*found->second, pointer_step(pointer_step("", subtrees_key), name), known);
+        expanding_.pop_back();
+        tree_.nodes_[static_cast<std::size_t>(self)].branches.front().child = child;
+        return self;
+    }
+
     int parse_leaf(const std::string& name, const std::string& pointer, const facts& known) {
         node n;
         n.pointer = pointer;
@@ -360,8 +428,14 @@ private:
         }
     }
 
+    static constexpr std::string_view subtrees_key = "subtrees";
+
     decision_tree& tree_;
     collective kind_ = collective::barrier;
+    // A subtree no collective uses is never checked: an edited tree may
+    // leave one behind, and its leaves mean nothing without a collective.
+    std::map<std::string, const nlohmann::json*, std::less<>> subtrees_;
+    std::vector<std::pair<std::string, std::string>> expanding_; // (name, used at), outermost first
 };
 
 decision_tree decision_tree::load(std::string_view text, std::string source, tree_role role) {
@@ -377,6 +451,7 @@ decision_tree decision_tree::load(std::string_view text, std::string source, tre
     } catch (const nlohmann::json::parse_error& e) {
         p.fail("", fmt::format("malformed JSON: {}", e.what()));
     }
+    p.load_subtrees(json);
     p.load_section(json, "", tree.roots_, true);
     return tree;
 }
@@ -400,6 +475,7 @@ std::uint64_t decision_tree::value_of(variable v, const call_signature& call) no
         return call.readv_percent;
     case variable::flag:
     case variable::transport:
+    case variable::subtree:
         break;
     }
     return 0;
@@ -439,6 +515,14 @@ const decision_tree::node& decision_tree::leaf_of(const call_signature& call,
                              fmt::format("{} {}", to_string(n.flag), yes ? "holds" : "fails")});
                         break;
                     }
+            continue;
+        }
+        if (n.var == variable::subtree) {
+            const auto& use = n.branches.front();
+            if (path)
+                path->push_back({n.pointer, use.key,
+                                 fmt::format("shared subtree /subtrees/{}", use.key.substr(1))});
+            at = use.child;
             continue;
         }
         const branch* taken = nullptr;

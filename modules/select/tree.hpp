@@ -18,7 +18,11 @@
 // both yes and no), names are known, and each leaf's restrictions are
 // guaranteed by the conditions on its path. A file may add per-transport
 // trees in "transport=tcp": { collective: tree, ... } sections, which take
-// precedence over the general tree for calls on that transport.
+// precedence over the general tree for calls on that transport. A node used
+// in several places is written once under "subtrees" and named by "@name"
+// wherever a node may stand; each use is validated against the conditions
+// on its own path, so one subtree can serve paths (and collectives) whose
+// guarantees differ, as long as each guarantees what its leaves need.
 #pragma once
 
 #include <array>
@@ -84,7 +88,8 @@ private:
         ranks_per_node,
         nodes,
         line_ns,
-        readv_percent
+        readv_percent,
+        subtree // "@name": one branch, to the named subtree's nodes for this use
     };
 
     struct branch {

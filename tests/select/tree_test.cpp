@@ -822,3 +822,137 @@ TEST_CASE("a user-edited tree changes the choice") {
     CHECK(select_algorithm(small, {}).name == "direct");
     std::remove(path.c_str());
 }
+
+TEST_CASE("a subtree is written once, used by name, and walked as if written where it is used") {
+    auto tree = builtin(tree_role::pure);
+    tree["subtrees"]["pieces"] = {{"bytes<=16K", "recursive_doubling"}, {"bytes=any", "ring"}};
+    tree["subtrees"]["prefix_chain"] = {{"comm_size<=4", "linear"},
+                                        {"comm_size=any", "recursive_doubling"}};
+    tree["all_reduce"] = {{"commutative_op=yes", "@pieces"},
+                          {"commutative_op=no", "recursive_doubling"}};
+    // One subtree serves two collectives: each use resolves its leaves in
+    // its own collective's catalog.
+    tree["scan"] = "@prefix_chain";
+    tree["exscan"] = "@prefix_chain";
+    const auto loaded = decision_tree::load(tree.dump(), "test.json", tree_role::pure);
+
+    std::vector<decision_tree::step> path;
+    CHECK(loaded.walk(with_op(collective::all_reduce, 4, 1 << 20), &path) == "ring");
+    REQUIRE(path.size() == 4);
+    CHECK(path[0].pointer == "/all_reduce");
+    CHECK(path[0].branch == "commutative_op=yes");
+    CHECK(path[1].pointer == "/all_reduce/commutative_op=yes");
+    CHECK(path[1].branch == "@pieces");
+    CHECK(path[1].reason == "shared subtree /subtrees/pieces");
+    CHECK(path[2].pointer == "/subtrees/pieces");
+    CHECK(path[2].branch == "bytes=any");
+    CHECK(path[3].branch == "ring");
+    CHECK(loaded.walk(with_op(collective::all_reduce, 4, 8)) == "recursive_doubling");
+    CHECK(loaded.walk(with_op(collective::all_reduce, 4, 1 << 20, false)) == "recursive_doubling");
+    for (auto kind : {collective::scan, collective::exscan}) {
+        CHECK(loaded.walk(with_op(kind, 3, 8)) == "linear");
+        CHECK(loaded.walk(with_op(kind, 8, 8)) == "recursive_doubling");
+    }
+}
+
+TEST_CASE("a subtree is checked at every use, and its errors name the use") {
+    auto with_pieces = [] {
+        auto tree = builtin(tree_role::pure);
+        tree["subtrees"]["pieces"] = {{"bytes<=16K", "recursive_doubling"}, {"bytes=any", "ring"}};
+        tree["all_reduce"]["commutative_op=yes"] = "@pieces";
+        return tree;
+    };
+    CHECK_NOTHROW(decision_tree::load(with_pieces().dump(), "test.json", tree_role::pure));
+
+    SUBCASE("a leaf whose restriction one path guarantees and another does not") {
+        auto tree = with_pieces();
+        tree["all_reduce"]["commutative_op=no"] = "@pieces";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /subtrees/pieces/bytes=any: all_reduce algorithm 'ring' "
+                                 "has restriction commutative_op"));
+        CHECK(contains(e.what(), "(subtree '@pieces' used at /all_reduce/commutative_op=no)"));
+    }
+    SUBCASE("a name the collective's catalog lacks") {
+        auto tree = with_pieces();
+        tree["broadcast"] = "@pieces";
+        const auto e = load_error(tree);
+        CHECK(e.code() == errc::unknown_algorithm);
+        CHECK(contains(e.what(), "unknown broadcast algorithm 'recursive_doubling'"));
+        CHECK(contains(e.what(), "used at /broadcast)"));
+    }
+    SUBCASE("a discrete condition in a subtree used under a threshold") {
+        auto tree = with_pieces();
+        tree["subtrees"]["by_order"] = {{"commutative_op=yes", "ring"},
+                                        {"commutative_op=no", "recursive_doubling"}};
+        tree["all_reduce"]["commutative_op=yes"] = {{"bytes<=16K", "recursive_doubling"},
+                                                    {"bytes=any", "@by_order"}};
+        tree["subtrees"].erase("pieces");
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /subtrees/by_order: the discrete condition 'commutative_op' "
+                                 "is under a threshold"));
+        CHECK(contains(e.what(), "used at /all_reduce/commutative_op=yes/bytes=any)"));
+    }
+    SUBCASE("a subtree used inside another names both uses") {
+        auto tree = with_pieces();
+        tree["subtrees"]["outer"] = {{"comm_size<=2", "recursive_doubling"},
+                                     {"comm_size=any", "@pieces"}};
+        tree["all_reduce"]["commutative_op=no"] = "@outer";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "(subtree '@pieces' used at /subtrees/outer/comm_size=any, "
+                                 "subtree '@outer' used at /all_reduce/commutative_op=no)"));
+    }
+}
+
+TEST_CASE("a subtree no collective uses is left alone") {
+    // An edited tree may stop using one; its leaves name algorithms of no
+    // collective in particular until something uses it.
+    auto tree = builtin(tree_role::pure);
+    tree["subtrees"]["spare"] = "telepathy";
+    CHECK_NOTHROW(decision_tree::load(tree.dump(), "test.json", tree_role::pure));
+    tree["all_reduce"]["commutative_op=no"] = "@spare";
+    CHECK(load_error(tree).code() == errc::unknown_algorithm);
+}
+
+TEST_CASE("bad subtrees are refused") {
+    auto tree = builtin(tree_role::pure);
+    tree["subtrees"]["pieces"] = {{"bytes<=16K", "recursive_doubling"}, {"bytes=any", "ring"}};
+    tree["all_reduce"]["commutative_op=yes"] = "@pieces";
+
+    SUBCASE("an unknown name") {
+        tree["all_reduce"]["commutative_op=yes"] = "@peices";
+        tree["subtrees"]["peeces"] = "ring";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /all_reduce/commutative_op=yes: unknown subtree '@peices'"));
+        CHECK(contains(e.what(), "defined: "));
+        CHECK(contains(e.what(), "@pieces"));
+    }
+    SUBCASE("a file without subtrees") {
+        auto plain = builtin(tree_role::pure);
+        plain.erase("subtrees");
+        plain["barrier"] = "@fast";
+        // The first reference loaded names the problem, whichever it is.
+        const auto e = load_error(plain);
+        CHECK(contains(e.what(), "unknown subtree '@"));
+        CHECK(contains(e.what(), "the file defines none (under \"subtrees\")"));
+    }
+    SUBCASE("a subtree that refers to itself") {
+        tree["subtrees"]["a"] = {{"comm_size<=2", "recursive_doubling"}, {"comm_size=any", "@b"}};
+        tree["subtrees"]["b"] = {{"bytes<=8", "@a"}, {"bytes=any", "recursive_doubling"}};
+        tree["all_reduce"]["commutative_op=no"] = "@a";
+        const auto e = load_error(tree);
+        CHECK(contains(e.what(), "at /subtrees/b/bytes<=8: subtree '@a' refers to itself"));
+    }
+    SUBCASE("a malformed name") {
+        tree["subtrees"]["two words"] = "ring";
+        CHECK(contains(load_error(tree).what(), "a subtree's name is letters, digits"));
+    }
+    SUBCASE("subtrees in a transport section") {
+        tree["transport=tcp"]["subtrees"] = {{"x", "ring"}};
+        CHECK(contains(load_error(tree).what(),
+                       "at /transport=tcp/subtrees: subtrees are defined at the top level"));
+    }
+    SUBCASE("subtrees that are not an object") {
+        tree["subtrees"] = "pieces";
+        CHECK(contains(load_error(tree).what(), "at /subtrees: expected an object"));
+    }
+}
