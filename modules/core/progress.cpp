@@ -91,8 +91,13 @@ thread_local resumption_scope* current_scope = nullptr;
 
 resumption_scope::resumption_scope(asio::io_context& context, transport& polled)
     : context_(context), polled_(polled.needs_polling() ? &polled : nullptr),
-      // A peer that shares this core cannot answer while we poll.
-      rounds_(ranks_outnumber_cores(polled.size()) ? 4 : 64), outer_(current_scope) {
+      // A peer that shares this core cannot answer while we poll: where
+      // ranks outnumber cores a coroutine suspends at once, and the drive
+      // loop's rounds, which yield between them, look for its message. Four
+      // rounds here (each a look at every peer's ring, a far line in a slow
+      // mode) cost the small calls of 3-8 ranks on 2 cores 5-25 % per
+      // iteration (fiftieth session, docs/performance.md).
+      rounds_(ranks_outnumber_cores(polled.size()) ? 0 : 64), outer_(current_scope) {
     current_scope = this;
 }
 

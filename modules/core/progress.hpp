@@ -81,6 +81,7 @@ polling_budget polling_here() noexcept;
 // to suspend on a request polls it a few rounds first: the message it waits
 // for is often only a cache-line transfer away (a peer exchanging with it),
 // and finding it then costs neither the suspension nor the resumption.
+// Not where ranks outnumber the cores: the peer may be waiting for this one.
 class resumption_scope {
 public:
     resumption_scope(asio::io_context& context, transport& polled);
