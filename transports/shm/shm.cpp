@@ -771,6 +771,13 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                         opts_.cell_stores != options::stores::cached;
     if (cells_over_readv_ && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
+    // Where process_vm_readv is measured no slower than the rule allows, an
+    // exchange between steps is one copy each instead of the cells' two, as
+    // an exchange that ends the call is (options::cma_threshold_exchange).
+    const bool readv_measured_quick = readv_percent_ > 0 && opts_.cells_readv_percent &&
+                                      readv_percent_ <= opts_.cells_readv_percent;
+    if (share_copies_ && readv_measured_quick && !between_steps_given)
+        opts_.cma_threshold_exchange_between_steps = opts_.cma_threshold_exchange;
     if (cells_over_readv_ && opts_.slow_readv_cells_threshold)
         cells_from_ = opts_.slow_readv_cells_threshold;
     for (int r = 0; r < size_; ++r) {

@@ -60,13 +60,18 @@ struct options {
     std::size_t cma_threshold_exchange = 0;
     // The same for an exchange whose send a later step of the call waits for
     // (isend: the recursive halving and doubling of an all_reduce, followed
-    // by combining); 0 picks 1 MiB where each rank has a core (at least
-    // cma_threshold), else cma_threshold. Such exchanges did better in the
-    // cells, whose copies keep what they move in the caches: by single copy
-    // the 2-rank all_reduce of 128 KiB took 26.6 us instead of 19.7, of
-    // 512 KiB 72.9 instead of 47.0, while from 1 MiB messages single copy
-    // is ahead again (docs/performance.md, sixteenth session); where
-    // process_vm_readv is slow, no size (cells_readv_percent).
+    // by combining). 0 picks, where each rank has a core: where
+    // process_vm_readv was measured at most cells_readv_percent of the
+    // cells' time, cma_threshold_exchange (one copy each wins there: 2
+    // ranks, Intel VM of the fiftieth session, readv_percent 119: the
+    // reduce_scatter of 128 KiB-1 MiB took 0.51-0.68 of the cells' time, the
+    // all_reduce of 192 KiB-1 MiB 0.72-0.87, the reduce of 1 MiB 0.65, the
+    // 128 KiB all_reduce 1.10); where it is slower, no size
+    // (cells_readv_percent); where it is unknown, 1 MiB (at least
+    // cma_threshold: the sixteenth session's VM, whose probe did not exist
+    // yet, took 26.6 us for the 2-rank 128 KiB all_reduce by single copy
+    // instead of 19.7, and 72.9 instead of 47.0 at 512 KiB). Where ranks
+    // share cores, cma_threshold.
     std::size_t cma_threshold_exchange_between_steps = 0;
     // false: never use cross-memory attach, everything goes through cells.
     bool use_cma = true;

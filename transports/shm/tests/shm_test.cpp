@@ -503,55 +503,64 @@ TEST_CASE("shm: a send awaited only at the end goes by single copy from its own 
 
 TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from 64 KiB; an "
           "exchange has its own thresholds") {
-    run_job_and_check(2, [](fork_bootstrap& boot) {
-        asio::io_context io;
-        // Lines near and process_vm_readv quick, whatever this machine's
-        // mode: where it is slow, exchanges between steps stay in the cells
-        // (tested on their own).
-        shm::options opts;
-        opts.line_ns = 110;
-        opts.readv_percent = 100;
-        auto t = shm::create_transport(boot, io, opts);
-        if (!t->cma_to(1 - t->rank())) {
-            fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
-            return;
-        }
-        const bool core_each = !ranks_outnumber_cores(2);
-        send_one_way(*t, io, {65535, 65536, 200000});
-        auto c = t->counters();
-        if (core_each) {
-            // Single copy from 64 KiB; the receiver offers the sender a
-            // share of both copies (32 KiB chunks: 200000 bytes is less
-            // than two of shared_copy_chunk's 128 KiB).
-            if (t->rank() == 0)
-                expect(c.cma == 2 && c.chunked == 1, "one way: {} cma, {} chunked, not 2 and 1",
-                       c.cma, c.chunked);
-            else
-                expect(c.copies_shared == 2, "one way: {} shared copies, not 2", c.copies_shared);
-        } else if (t->rank() == 0) {
-            // Sharing cores, single copy from 32 KiB, by the receiver alone.
-            expect(c.cma == 3 && c.chunked == 0, "oversubscribed: {} cma, {} chunked, not 3 and 0",
-                   c.cma, c.chunked);
-        }
-        // An exchange: both ranks send to each other with a receive of the
-        // call from the other posted. Sent awaited at the end: with a core
-        // each single copy from cma_threshold_exchange's 64 KiB, sharing
-        // cores from cma_threshold_awaited_at_end's 32 KiB. By isend: with a
-        // core each from cma_threshold_exchange_between_steps's 1 MiB,
-        // sharing cores from cma_threshold's 256 KiB.
-        for (bool at_end : {false, true}) {
-            CAPTURE(at_end);
-            const std::vector<std::size_t> sizes{65535, 65536, 200000, 600000, 1u << 20};
-            const auto before = t->counters();
-            exchange_keeping_a_receive_posted(*t, io, sizes, at_end);
-            c = t->counters();
-            const std::uint64_t by_cma = at_end ? (core_each ? 4 : 5) : (core_each ? 1 : 2);
-            expect(c.cma - before.cma == by_cma &&
-                       c.chunked - before.chunked == sizes.size() - by_cma,
-                   "exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
-                   c.chunked - before.chunked, by_cma, sizes.size() - by_cma);
-        }
-    });
+    // An exchange between steps takes the exchange's 64 KiB where
+    // process_vm_readv is quick (as here), or the threshold given.
+    for (const std::size_t between_steps : {std::size_t{0}, std::size_t{1} << 20}) {
+        CAPTURE(between_steps);
+        run_job_and_check(2, [between_steps](fork_bootstrap& boot) {
+            asio::io_context io;
+            // Lines near and process_vm_readv quick, whatever this machine's
+            // mode: where it is slow, exchanges between steps stay in the cells
+            // (tested on their own).
+            shm::options opts;
+            opts.line_ns = 110;
+            opts.readv_percent = 100;
+            opts.cma_threshold_exchange_between_steps = between_steps;
+            auto t = shm::create_transport(boot, io, opts);
+            if (!t->cma_to(1 - t->rank())) {
+                fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
+                return;
+            }
+            const bool core_each = !ranks_outnumber_cores(2);
+            send_one_way(*t, io, {65535, 65536, 200000});
+            auto c = t->counters();
+            if (core_each) {
+                // Single copy from 64 KiB; the receiver offers the sender a
+                // share of both copies (32 KiB chunks: 200000 bytes is less
+                // than two of shared_copy_chunk's 128 KiB).
+                if (t->rank() == 0)
+                    expect(c.cma == 2 && c.chunked == 1, "one way: {} cma, {} chunked, not 2 and 1",
+                           c.cma, c.chunked);
+                else
+                    expect(c.copies_shared == 2, "one way: {} shared copies, not 2",
+                           c.copies_shared);
+            } else if (t->rank() == 0) {
+                // Sharing cores, single copy from 32 KiB, by the receiver alone.
+                expect(c.cma == 3 && c.chunked == 0,
+                       "oversubscribed: {} cma, {} chunked, not 3 and 0", c.cma, c.chunked);
+            }
+            // An exchange: both ranks send to each other with a receive of the
+            // call from the other posted. Sent awaited at the end: with a core
+            // each single copy from cma_threshold_exchange's 64 KiB, sharing
+            // cores from cma_threshold_awaited_at_end's 32 KiB. By isend: with a
+            // core each from cma_threshold_exchange_between_steps (64 KiB, or
+            // 1 MiB as given), sharing cores from cma_threshold's 256 KiB.
+            for (bool at_end : {false, true}) {
+                CAPTURE(at_end);
+                const std::vector<std::size_t> sizes{65535, 65536, 200000, 600000, 1u << 20};
+                const auto before = t->counters();
+                exchange_keeping_a_receive_posted(*t, io, sizes, at_end);
+                c = t->counters();
+                const std::uint64_t between_steps_by_cma = between_steps ? 1 : 4;
+                const std::uint64_t by_cma =
+                    at_end ? (core_each ? 4 : 5) : (core_each ? between_steps_by_cma : 2);
+                expect(c.cma - before.cma == by_cma &&
+                           c.chunked - before.chunked == sizes.size() - by_cma,
+                       "exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
+                       c.chunked - before.chunked, by_cma, sizes.size() - by_cma);
+            }
+        });
+    }
 }
 
 TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces unless it is an "
