@@ -60,6 +60,14 @@ constexpr std::size_t oversubscribed_cma_threshold_at_end = 32 * 1024;
 constexpr std::size_t small_shared_copy_chunk = 32 * 1024;
 // options::cma_threshold_exchange_between_steps where each rank has a core.
 constexpr std::size_t exchange_between_steps_cells_below = 1024 * 1024;
+// options::cma_threshold and cma_threshold_awaited_at_end where each rank has
+// a core, lines travel far (line_ns above shared_copy_far_line_ns) and
+// process_vm_readv is quick (at most cells_readv_percent). 2 ranks on the
+// fiftieth session's Intel VM (lines of 412-460 ns, readv_percent 119-121):
+// the broadcast of 16 and 32 KiB took 0.58 and 0.52 of the cells' time, the
+// scan and exscan 0.48-0.82, the reduce 0.81-0.83, the 32 KiB gather and
+// scatter 0.79 and 0.46; from 8 KiB several calls took 2-3.6 times as long.
+constexpr std::size_t far_line_cma_threshold = 16 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
@@ -733,6 +741,9 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     cores_shared_ = ranks_outnumber_cores(size_);
     share_copies_ = opts_.shared_copy_chunk > 0 && !cores_shared_;
     pipeline_cells_ = opts_.pipeline_piece > 0 && !cores_shared_;
+    // Given, or left to the defaults below (which setup's figures may lower).
+    const bool one_way_thresholds_given =
+        opts_.cma_threshold != options{}.cma_threshold || opts_.cma_threshold_awaited_at_end != 0;
     if (opts_.cma_threshold_awaited_at_end == 0)
         opts_.cma_threshold_awaited_at_end =
             std::min(opts_.cma_threshold, cores_shared_   ? oversubscribed_cma_threshold_at_end
@@ -778,6 +789,17 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                                       readv_percent_ <= opts_.cells_readv_percent;
     if (share_copies_ && readv_measured_quick && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = opts_.cma_threshold_exchange;
+    // Where lines travel far but the kernel's copy is quick, a one-way
+    // message goes by single copy from far_line_cma_threshold: the cells'
+    // two copies take each line across one at a time (exchanges keep their
+    // thresholds: both ends copy there anyway).
+    if (share_copies_ && readv_measured_quick && !one_way_thresholds_given &&
+        opts_.shared_copy_far_line_ns && line_ns_ > opts_.shared_copy_far_line_ns) {
+        opts_.cma_threshold = std::min(opts_.cma_threshold, far_line_cma_threshold);
+        opts_.cma_threshold_awaited_at_end =
+            std::min(opts_.cma_threshold_awaited_at_end, far_line_cma_threshold);
+        single_copy_from_ = std::min(single_copy_from_, far_line_cma_threshold);
+    }
     if (cells_over_readv_ && opts_.slow_readv_cells_threshold)
         cells_from_ = opts_.slow_readv_cells_threshold;
     for (int r = 0; r < size_; ++r) {

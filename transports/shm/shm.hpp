@@ -31,7 +31,13 @@ struct options {
     // or 8 above 8 ranks.
     std::size_t ring_depth = 0;
     // Messages of at least this many bytes are read by the receiver with
-    // process_vm_readv instead of travelling through the rings.
+    // process_vm_readv instead of travelling through the rings. Left at 256
+    // KiB, it and cma_threshold_awaited_at_end are lowered to 16 KiB where
+    // each rank has a core, the setup's line is far (line_ns above
+    // shared_copy_far_line_ns) and its copy probe quick (readv_percent at
+    // most cells_readv_percent): 2 ranks, 16-64 KiB broadcast, scatter,
+    // gather, reduce, scan, exscan 0.52-0.72 of the cells' time there
+    // (docs/performance.md, fiftieth session).
     std::size_t cma_threshold = 256 * 1024;
     // The same for a send whose sender awaits it only at the end of its call
     // (transport::isend_awaited_at_end: a fan-out such as a linear
