@@ -416,7 +416,8 @@ TEST_CASE(
 
 // Rank 0 sends every size to rank 1 by isend_awaited_at_end, rank 1 only
 // receives (a fan-out's leaf: no exchange); rank 1 checks every byte.
-void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std::size_t>& sizes) {
+void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std::size_t>& sizes,
+                  bool at_end = true) {
     std::vector<std::vector<std::byte>> buffers(sizes.size());
     for (std::size_t m = 0; m < sizes.size(); ++m) {
         buffers[m].assign(sizes[m], std::byte{0x5a});
@@ -426,8 +427,9 @@ void send_one_way(shm::transport& t, asio::io_context& io, const std::vector<std
         std::vector<request> pending;
         for (std::size_t m = 0; m < sizes.size(); ++m)
             pending.push_back(
-                t.rank() == 0 ? t.isend_awaited_at_end(1, header_for(0, m, sizes[m]), buffers[m])
-                              : t.irecv(header_for(0, m, sizes[m]), buffers[m]));
+                t.rank() != 0 ? t.irecv(header_for(0, m, sizes[m]), buffers[m])
+                : at_end      ? t.isend_awaited_at_end(1, header_for(0, m, sizes[m]), buffers[m])
+                              : t.isend(1, header_for(0, m, sizes[m]), buffers[m]));
         co_await wait_all(pending);
     }());
     if (t.rank() == 1)
@@ -558,6 +560,41 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
                            c.chunked - before.chunked == sizes.size() - by_cma,
                        "exchange: {} cma, {} chunked, not {} and {}", c.cma - before.cma,
                        c.chunked - before.chunked, by_cma, sizes.size() - by_cma);
+            }
+        });
+    }
+}
+
+TEST_CASE("shm: with a core each, a far line and a quick copy, a one-way message goes by single "
+          "copy from 16 KiB unless a threshold is given") {
+    for (const std::size_t given_at_end : {std::size_t{0}, std::size_t{64} << 10}) {
+        CAPTURE(given_at_end);
+        run_job_and_check(2, [given_at_end](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.line_ns = 450;
+            opts.readv_percent = 100;
+            opts.cma_threshold_awaited_at_end = given_at_end;
+            auto t = shm::create_transport(boot, io, opts);
+            if (!t->cma_to(1 - t->rank())) {
+                fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
+                return;
+            }
+            const bool core_each = !ranks_outnumber_cores(2);
+            const std::vector<std::size_t> sizes{16383, 16384, 40000};
+            for (bool at_end : {true, false}) {
+                CAPTURE(at_end);
+                const auto before = t->counters().cma;
+                send_one_way(*t, io, sizes, at_end);
+                if (t->rank() != 0) continue;
+                // The rule lowers both one-way thresholds unless one is
+                // given; sharing cores it does not apply (32 KiB at the end,
+                // 256 KiB by isend).
+                const std::uint64_t by_cma = core_each && !given_at_end ? 2
+                                             : at_end && !core_each     ? 1
+                                                                        : 0;
+                expect(t->counters().cma - before == by_cma, "one way: {} cma, not {}",
+                       t->counters().cma - before, by_cma);
             }
         });
     }
