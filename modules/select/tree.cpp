@@ -137,7 +137,7 @@ public:
         if (!file.is_object()) return; // load_section names the problem
         const auto found = file.find(subtrees_key);
         if (found == file.end()) return;
-        const std::string pointer = pointer_step("", subtrees_key);
+        const std::string pointer = subtree_pointer("");
         if (!found->is_object())
             fail(pointer, "expected an object of name: node entries (used as \"@name\")");
         for (const auto& [name, node] : found->items()) {
@@ -146,7 +146,7 @@ public:
                        c == '.';
             });
             if (!well_formed)
-                fail(pointer_step(pointer, name),
+                fail(subtree_pointer(name),
                      "a subtree's name is letters, digits, '_', '-' and '.'");
             subtrees_.emplace(name, &node);
         }
@@ -375,8 +375,7 @@ private:
         tree_.nodes_.push_back(n);
 
         expanding_.emplace_back(name, pointer);
-        const int child =
-            parse_node(*found->second, pointer_step(pointer_step("", subtrees_key), name), known);
+        const int child = parse_node(*found->second, subtree_pointer(name), known);
         expanding_.pop_back();
         tree_.nodes_[static_cast<std::size_t>(self)].branches.front().child = child;
         return self;
@@ -429,6 +428,11 @@ private:
     }
 
     static constexpr std::string_view subtrees_key = "subtrees";
+    // "/subtrees/name", or "/subtrees" for the section itself.
+    static std::string subtree_pointer(std::string_view name) {
+        const auto section = pointer_step("", subtrees_key);
+        return name.empty() ? section : pointer_step(section, name);
+    }
 
     decision_tree& tree_;
     collective kind_ = collective::barrier;
@@ -521,7 +525,8 @@ const decision_tree::node& decision_tree::leaf_of(const call_signature& call,
             const auto& use = n.branches.front();
             if (path)
                 path->push_back({n.pointer, use.key,
-                                 fmt::format("shared subtree /subtrees/{}", use.key.substr(1))});
+                                 fmt::format("shared subtree {}",
+                                             nodes_[static_cast<std::size_t>(use.child)].pointer)});
             at = use.child;
             continue;
         }
