@@ -251,10 +251,13 @@ struct options {
     // with streaming stores, the reader's out of them). Empty: measured at
     // setup where the ranks do not outnumber the cores, between rank 0 and
     // the peer whose line took longest, 256 KiB (at most a ring's cells)
-    // eight times, the quickest of each copy counting; 3.6-4.3 ms here,
-    // most of it first touches of pages (the cells' pages would fault on
-    // their first messages otherwise). Rank 0's figure, measured or given, is
-    // every rank's.
+    // 24 times, the median of each copy's last 16 counting (until the
+    // fifty-first session the quickest of 8, which a lucky round moved
+    // across cells_readv_percent in 2 of 53 setups on an Intel VM; the
+    // figures of older sessions quoted here were read that way); 3.5-4 ms
+    // on that VM, part of it first touches of pages (the cells' pages
+    // would fault on their first messages otherwise). Rank 0's figure,
+    // measured or given, is every rank's.
     // cells_readv_percent reads it. 0: unknown.
     // TUTTI_SHM_READV_PERCENT=N gives it.
     std::optional<std::uint32_t> readv_percent;
