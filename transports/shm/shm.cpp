@@ -68,6 +68,14 @@ constexpr std::size_t exchange_between_steps_cells_below = 1024 * 1024;
 // scan and exscan 0.48-0.82, the reduce 0.81-0.83, the 32 KiB gather and
 // scatter 0.79 and 0.46; from 8 KiB several calls took 2-3.6 times as long.
 constexpr std::size_t far_line_cma_threshold = 16 * 1024;
+// options::cma_threshold_exchange there: an exchange that ends the call
+// (both ends copying at once) by single copy from 32 KiB. 2 ranks on the
+// fifty-first session's Intel VM (lines of 321-550 ns): the all_gather,
+// all_to_all and all_to_allv of 64 KiB (blocks of 32 KiB) took 0.85-0.89 of
+// the cells' time, 9 of 9 rounds each; from 16 KiB nothing more was gained
+// (1.02-1.08 at 32 KiB). Exchanges between steps keep 64 KiB: from 32 KiB
+// the 64 KiB all_reduce took 1.30 times as long.
+constexpr std::size_t far_line_cma_threshold_exchange = 32 * 1024;
 constexpr std::size_t line = 64;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
@@ -759,7 +767,8 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
             std::min(opts_.cma_threshold, cores_shared_   ? oversubscribed_cma_threshold_at_end
                                           : share_copies_ ? 2 * small_shared_copy_chunk
                                                           : opts_.cma_threshold);
-    if (opts_.cma_threshold_exchange == 0)
+    const bool exchange_threshold_given = opts_.cma_threshold_exchange != 0;
+    if (!exchange_threshold_given)
         opts_.cma_threshold_exchange =
             share_copies_ ? std::min(opts_.cma_threshold, 2 * small_shared_copy_chunk)
                           : opts_.cma_threshold;
@@ -801,14 +810,22 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         opts_.cma_threshold_exchange_between_steps = opts_.cma_threshold_exchange;
     // Where lines travel far but the kernel's copy is quick, a one-way
     // message goes by single copy from far_line_cma_threshold: the cells'
-    // two copies take each line across one at a time (exchanges keep their
-    // thresholds: both ends copy there anyway).
-    if (share_copies_ && readv_measured_quick && !one_way_thresholds_given &&
-        opts_.shared_copy_far_line_ns && line_ns_ > opts_.shared_copy_far_line_ns) {
+    // two copies take each line across one at a time; an exchange that ends
+    // the call from far_line_cma_threshold_exchange. Exchanges between steps
+    // keep the threshold they took above.
+    const bool far_line_quick_copy = share_copies_ && readv_measured_quick &&
+                                     opts_.shared_copy_far_line_ns &&
+                                     line_ns_ > opts_.shared_copy_far_line_ns;
+    if (far_line_quick_copy && !one_way_thresholds_given) {
         opts_.cma_threshold = std::min(opts_.cma_threshold, far_line_cma_threshold);
         opts_.cma_threshold_awaited_at_end =
             std::min(opts_.cma_threshold_awaited_at_end, far_line_cma_threshold);
         single_copy_from_ = std::min(single_copy_from_, far_line_cma_threshold);
+    }
+    if (far_line_quick_copy && !exchange_threshold_given) {
+        opts_.cma_threshold_exchange =
+            std::min(opts_.cma_threshold_exchange, far_line_cma_threshold_exchange);
+        single_copy_from_ = std::min(single_copy_from_, opts_.cma_threshold_exchange);
     }
     if (cells_over_readv_ && opts_.slow_readv_cells_threshold)
         cells_from_ = opts_.slow_readv_cells_threshold;

@@ -57,12 +57,14 @@ struct options {
     // The same for a send awaited at the end to a rank this one is
     // receiving from in the same call (an exchange that ends the call, such
     // as a pairwise all_to_all's last step: a receive of the call from the
-    // destination is posted); 0 picks 64 KiB where each rank has a core,
-    // else cma_threshold. Both ranks are busy then and each reads the
-    // other's message: one copy each instead of the cells' two (2 ranks,
-    // 128 KiB all_to_all: 11.7 -> 8.2 us). Where ranks share cores, a send
-    // awaited at the end takes cma_threshold_awaited_at_end, exchange or
-    // not.
+    // destination is posted); 0 picks 64 KiB where each rank has a core
+    // (32 KiB where lines are far and the copy quick, as for cma_threshold:
+    // the 2-rank 64 KiB all_gather and all_to_all 0.85-0.89 of the cells'
+    // time, fifty-first session), else cma_threshold. Both ranks are busy
+    // then and each reads the other's message: one copy each instead of the
+    // cells' two (2 ranks, 128 KiB all_to_all: 11.7 -> 8.2 us). Where ranks
+    // share cores, a send awaited at the end takes
+    // cma_threshold_awaited_at_end, exchange or not.
     std::size_t cma_threshold_exchange = 0;
     // The same for an exchange whose send a later step of the call waits for
     // (isend: the recursive halving and doubling of an all_reduce, followed

@@ -566,34 +566,53 @@ TEST_CASE("shm: with a core each, a send awaited at the end shares its copy from
 }
 
 TEST_CASE("shm: with a core each, a far line and a quick copy, a one-way message goes by single "
-          "copy from 16 KiB unless a threshold is given") {
-    for (const std::size_t given_at_end : {std::size_t{0}, std::size_t{64} << 10}) {
-        CAPTURE(given_at_end);
-        run_job_and_check(2, [given_at_end](fork_bootstrap& boot) {
+          "copy from 16 KiB and an exchange that ends the call from 32 KiB, unless a threshold is "
+          "given") {
+    struct given {
+        std::size_t at_end, exchange;
+    };
+    for (const auto g : {given{0, 0}, given{64 << 10, 0}, given{0, 64 << 10}}) {
+        CAPTURE(g.at_end);
+        CAPTURE(g.exchange);
+        run_job_and_check(2, [g](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
             opts.line_ns = 450;
             opts.readv_percent = 100;
-            opts.cma_threshold_awaited_at_end = given_at_end;
+            opts.cma_threshold_awaited_at_end = g.at_end;
+            opts.cma_threshold_exchange = g.exchange;
             auto t = shm::create_transport(boot, io, opts);
             if (!t->cma_to(1 - t->rank())) {
                 fmt::print(stderr, "process_vm_readv unavailable here: nothing to check\n");
                 return;
             }
             const bool core_each = !ranks_outnumber_cores(2);
-            const std::vector<std::size_t> sizes{16383, 16384, 40000};
             for (bool at_end : {true, false}) {
                 CAPTURE(at_end);
                 const auto before = t->counters().cma;
-                send_one_way(*t, io, sizes, at_end);
+                send_one_way(*t, io, {16383, 16384, 40000}, at_end);
                 if (t->rank() != 0) continue;
                 // The rule lowers both one-way thresholds unless one is
                 // given; sharing cores it does not apply (32 KiB at the end,
                 // 256 KiB by isend).
-                const std::uint64_t by_cma = core_each && !given_at_end ? 2
-                                             : at_end && !core_each     ? 1
-                                                                        : 0;
+                const std::uint64_t by_cma = core_each && !g.at_end ? 2
+                                             : at_end && !core_each ? 1
+                                                                    : 0;
                 expect(t->counters().cma - before == by_cma, "one way: {} cma, not {}",
+                       t->counters().cma - before, by_cma);
+            }
+            // Exchanges: at the end from 32 KiB unless the exchange's
+            // threshold is given (sharing cores, cma_threshold_awaited_at_end
+            // applies: 32 KiB, or as given); between steps (by isend) from
+            // 64 KiB with a core each, 256 KiB sharing cores.
+            for (bool at_end : {true, false}) {
+                CAPTURE(at_end);
+                const auto before = t->counters().cma;
+                exchange_keeping_a_receive_posted(*t, io, {32767, 32768, 40000}, at_end);
+                const std::uint64_t by_cma = !at_end     ? 0
+                                             : core_each ? (g.exchange ? 0 : 2)
+                                                         : (g.at_end ? 0 : 2);
+                expect(t->counters().cma - before == by_cma, "exchange: {} cma, not {}",
                        t->counters().cma - before, by_cma);
             }
         });
