@@ -1224,9 +1224,11 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
     // the copies out of the cells still got quicker over them (35-40 us for
     // 256 KiB after 8 rounds, 24 us after 24). Each copy's figure is the
     // median of the rest, not the minimum: the cells' stores now and then
-    // took two thirds of their usual time in one round, and a minimum then
-    // put the probe at 150-170 % on a machine that otherwise read 96-120 %
-    // (fifty-first session, docs/performance.md).
+    // took two thirds of their usual time in one round, and the quickest of
+    // 24 rounds then put the probe at 150-170 % on a machine that otherwise
+    // read 96-120 % (the quickest of 8: 76-128 %, across the 125 % of
+    // cells_readv_percent in 2 of 55 setups; fifty-first session,
+    // docs/performance.md).
     constexpr std::uint64_t rounds = 24, warm_rounds = 8;
     const std::size_t cell_bytes = copy_probe_cell_bytes();
     std::vector<std::byte> into(copy_probe_bytes, std::byte{1}); // no page faults timed
