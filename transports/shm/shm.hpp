@@ -255,7 +255,7 @@ struct options {
     // the peer whose line took longest, 256 KiB (at most a ring's cells)
     // 24 times, the median of each copy's last 16 counting (until the
     // fifty-first session the quickest of 8, which a lucky round moved
-    // across cells_readv_percent in 2 of 53 setups on an Intel VM; the
+    // across cells_readv_percent in 2 of 55 setups on an Intel VM; the
     // figures of older sessions quoted here were read that way); 3.5-4 ms
     // on that VM, part of it first touches of pages (the cells' pages
     // would fault on their first messages otherwise). Rank 0's figure,
