@@ -1271,18 +1271,18 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
             }
         }
         if (k == 2 * rounds) {
-            const double cells_per_byte = std::max({median_of(load_ns), median_of(store_ns), 1.0}) /
-                                          static_cast<double>(cell_bytes);
-            const double readv_per_byte =
-                median_of(readv_ns) / static_cast<double>(copy_probe_bytes);
+            const double readv = median_of(readv_ns), load = median_of(load_ns),
+                         store = median_of(store_ns);
+            const double cells_per_byte =
+                std::max({load, store, 1.0}) / static_cast<double>(cell_bytes);
+            const double readv_per_byte = readv / static_cast<double>(copy_probe_bytes);
             percent = static_cast<std::uint32_t>(
                 std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
             debug("copy probe with rank {}: process_vm_readv {:.0f} ns for {} bytes; the cells "
                   "{:.0f} ns to store and {:.0f} ns to copy out for {} bytes (medians of {} "
                   "rounds): {} % ({:.0f} us in all)",
-                  peer, median_of(readv_ns), copy_probe_bytes, median_of(store_ns),
-                  median_of(load_ns), cell_bytes, rounds - warm_rounds, percent,
-                  ns_since(began) / 1000);
+                  peer, readv, copy_probe_bytes, store, load, cell_bytes, rounds - warm_rounds,
+                  percent, ns_since(began) / 1000);
         }
     }
     return percent;
