@@ -54,6 +54,7 @@ void add_communicator(call_signature& signature, const communicator& comm) {
     signature.single_copy = capabilities.single_copy;
     signature.line_ns = capabilities.line_ns;
     signature.readv_percent = capabilities.readv_percent;
+    signature.ranks_per_core = capabilities.ranks_per_core;
 }
 
 namespace {
@@ -75,11 +76,10 @@ struct choice_key {
 };
 
 // A field added to call_signature must be added to the key too, unless, as
-// line_ns and readv_percent, it is the communicator's for good (the remembered choice is the
-// communicator's). This check catches an addition that changes the
-// signature's size; a small field that fits in existing padding (a bool
-// after node_consecutive) it does not.
-static_assert(sizeof(call_signature) == 72, "call_signature changed: update choice_key_of");
+// line_ns, readv_percent and ranks_per_core, it is the communicator's for good (the remembered
+// choice is the communicator's). This check catches an addition that changes the signature's size;
+// a small field that fits in existing padding (a bool after node_consecutive) it does not.
+static_assert(sizeof(call_signature) == 80, "call_signature changed: update choice_key_of");
 
 choice_key choice_key_of(const call_signature& s, bool single_copy,
                          const selection_request& request, bool named) noexcept {

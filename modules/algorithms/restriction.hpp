@@ -110,6 +110,8 @@ struct call_signature {
     std::uint32_t line_ns = 0;
     // The transport's transport_capabilities::readv_percent (0: unknown).
     std::uint32_t readv_percent = 0;
+    // The transport's transport_capabilities::ranks_per_core (0: unknown).
+    std::uint32_t ranks_per_core = 0;
 
     friend bool operator==(const call_signature& a, const call_signature& b) noexcept {
         // Every call compares its signature with the last decision's: the
@@ -118,7 +120,7 @@ struct call_signature {
         const bool same_transport = (a.transport.data() == b.transport.data() &&
                                      a.transport.size() == b.transport.size()) ||
                                     a.transport == b.transport;
-        // Combined with & rather than &&: one branch instead of fifteen, on
+        // Combined with & rather than &&: one branch instead of one per field, on
         // a comparison that is nearly always true.
         return (a.kind == b.kind) & (a.comm_size == b.comm_size) & (a.bytes == b.bytes) &
                (a.count == b.count) & (a.has_op == b.has_op) & (a.commutative == b.commutative) &
@@ -126,7 +128,8 @@ struct call_signature {
                (a.equal_counts == b.equal_counts) & (a.has_hierarchy == b.has_hierarchy) &
                (a.single_copy == b.single_copy) & (a.ranks_per_node == b.ranks_per_node) &
                (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) &
-               (a.line_ns == b.line_ns) & (a.readv_percent == b.readv_percent) & same_transport;
+               (a.line_ns == b.line_ns) & (a.readv_percent == b.readv_percent) &
+               (a.ranks_per_core == b.ranks_per_core) & same_transport;
     }
 };
 

@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace tutti {
 
 namespace {
@@ -32,6 +34,10 @@ const placement& here() noexcept {
 
 bool ranks_outnumber_cores(int ranks) noexcept {
     return ranks > here().cores;
+}
+
+int ranks_per_core(int ranks) noexcept {
+    return (std::max(ranks, 1) + here().cores - 1) / here().cores;
 }
 
 void backoff::pause(transport& t) {

@@ -53,6 +53,10 @@ private:
 // split between two ranks runs no faster).
 bool ranks_outnumber_cores(int ranks) noexcept;
 
+// How many of `ranks` processes of one job, all on this machine, each of its
+// cores runs, rounded up (transport_capabilities::ranks_per_core).
+int ranks_per_core(int ranks) noexcept;
+
 namespace detail {
 
 // One round of a spin-wait: tells the core this thread only polls.

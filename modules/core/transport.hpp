@@ -42,6 +42,13 @@ struct transport_capabilities {
     // kernel copies slowly across these cores, whatever line_ns says. 0:
     // unknown (ranks that share cores, no single copy, other transports).
     std::uint32_t readv_percent = 0;
+    // How many of the world's ranks each core runs, rounded up, where all of
+    // them run on this machine (shared memory): 1 where each rank has a core
+    // of its own, 5 for 9 or 10 ranks on 2 cores. Where ranks take turns on
+    // a core, every step of an algorithm waits for turns, and the
+    // algorithms of fewest steps win (docs/selection.md). The same on every
+    // rank. 0: unknown (ranks on other machines).
+    std::uint32_t ranks_per_core = 0;
 };
 
 // Told, while a receive's message arrives, how much of it has landed: its

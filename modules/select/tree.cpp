@@ -277,6 +277,7 @@ private:
             {"nodes", variable::nodes},
             {"line_ns", variable::line_ns},
             {"readv_percent", variable::readv_percent},
+            {"ranks_per_core", variable::ranks_per_core},
         };
         if (name == "transport") {
             n.var = variable::transport;
@@ -289,10 +290,11 @@ private:
             n.var = variable::flag;
             n.flag = *r;
         } else {
-            fail(pointer, fmt::format("unknown condition '{}'; discrete: transport or a "
-                                      "restriction ({}); thresholds: comm_size, bytes, avg_bytes, "
-                                      "ranks_per_node, nodes, line_ns, readv_percent",
-                                      name, flag_names()));
+            fail(pointer,
+                 fmt::format("unknown condition '{}'; discrete: transport or a "
+                             "restriction ({}); thresholds: comm_size, bytes, avg_bytes, "
+                             "ranks_per_node, nodes, line_ns, readv_percent, ranks_per_core",
+                             name, flag_names()));
         }
     }
 
@@ -477,6 +479,8 @@ std::uint64_t decision_tree::value_of(variable v, const call_signature& call) no
         return call.line_ns;
     case variable::readv_percent:
         return call.readv_percent;
+    case variable::ranks_per_core:
+        return call.ranks_per_core;
     case variable::flag:
     case variable::transport:
     case variable::subtree:

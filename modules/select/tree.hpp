@@ -5,8 +5,8 @@
 // kind), then thresholds (communicator size, bytes, average bytes per rank,
 // ranks per node, node count, line_ns: how long a cache line takes there
 // and back between the ranks' cores, readv_percent: process_vm_readv's time
-// against the shared-memory cells', both 0 when unknown), down to a leaf that
-// names an algorithm.
+// against the shared-memory cells', ranks_per_core: how many ranks each core
+// runs, all three 0 when unknown), down to a leaf that names an algorithm.
 //
 //   "all_reduce": {
 //     "commutative_op=yes": { "bytes<=16K": "recursive_doubling", "bytes=any": "ring" },
@@ -89,6 +89,7 @@ private:
         nodes,
         line_ns,
         readv_percent,
+        ranks_per_core,
         subtree // "@name": one branch, to the named subtree's nodes for this use
     };
 

@@ -2,6 +2,7 @@
 // rejected candidate with its failed restriction, as text and as JSON; and
 // the catalog listing. The binary itself is run once when the test knows
 // where it is (TUTTI_INFO, set by meson).
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -195,6 +196,25 @@ TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel
     why = explain_call(d);
     CHECK(why.chosen == "rabenseifner");
     CHECK_FALSE(contains(why.text(), "a line takes"));
+}
+
+TEST_CASE("explain: 16 ranks with 8 to a core gather through rank 0, and the text says so") {
+    info::call_description d{.collective = "all_gather", .ranks = 16, .bytes = 64 << 10};
+    d.ranks_per_core = 8;
+    auto why = explain_call(d);
+    CHECK(why.chosen == "linear");
+    CHECK(contains(why.text(), "8 ranks to a core"));
+    CHECK(std::ranges::any_of(
+        why.pure_path, [](const auto& step) { return step.reason == "ranks_per_core = 8"; }));
+    d.ranks_per_core = 1;
+    why = explain_call(d);
+    CHECK(why.chosen == "ring");
+    CHECK(contains(why.text(), "a core for each rank"));
+    d.ranks_per_core = 0; // unknown: the general choice, and nothing said
+    why = explain_call(d);
+    CHECK(why.chosen == "ring");
+    CHECK_FALSE(contains(why.text(), "to a core"));
+    CHECK_FALSE(contains(why.text(), "a core for each"));
 }
 
 TEST_CASE("explain: a named algorithm and a forced one that fails") {

@@ -41,26 +41,29 @@ std::vector<call_signature> signature_grid(collective kind) {
                     for (std::string_view transport : {"inproc", "shm", "tcp", "shm+tcp", "x"})
                         for (bool in_place : {false, true})
                             for (std::uint32_t line_ns : {0u, 110u, 450u})
-                                for (std::uint32_t readv_percent : {0u, 114u, 300u}) {
-                                    call_signature s{.kind = kind, .comm_size = p, .bytes = bytes};
-                                    s.line_ns = line_ns;
-                                    s.readv_percent = readv_percent;
-                                    s.has_op = kind == collective::all_reduce ||
-                                               kind == collective::reduce ||
-                                               kind == collective::reduce_scatter ||
-                                               kind == collective::scan ||
-                                               kind == collective::exscan;
-                                    if (s.has_op) {
-                                        s.count = bytes / 8;
-                                        s.commutative = op != 2;
-                                        s.builtin_op = op == 0;
-                                        s.in_place = in_place;
+                                for (std::uint32_t readv_percent : {0u, 114u, 300u})
+                                    for (std::uint32_t ranks_per_core : {0u, 8u}) {
+                                        call_signature s{
+                                            .kind = kind, .comm_size = p, .bytes = bytes};
+                                        s.line_ns = line_ns;
+                                        s.readv_percent = readv_percent;
+                                        s.ranks_per_core = ranks_per_core;
+                                        s.has_op = kind == collective::all_reduce ||
+                                                   kind == collective::reduce ||
+                                                   kind == collective::reduce_scatter ||
+                                                   kind == collective::scan ||
+                                                   kind == collective::exscan;
+                                        if (s.has_op) {
+                                            s.count = bytes / 8;
+                                            s.commutative = op != 2;
+                                            s.builtin_op = op == 0;
+                                            s.in_place = in_place;
+                                        }
+                                        s.equal_counts = kind != collective::all_to_allv;
+                                        s.has_hierarchy = hierarchy;
+                                        s.transport = transport;
+                                        out.push_back(s);
                                     }
-                                    s.equal_counts = kind != collective::all_to_allv;
-                                    s.has_hierarchy = hierarchy;
-                                    s.transport = transport;
-                                    out.push_back(s);
-                                }
     return out;
 }
 
@@ -570,6 +573,85 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(scatter_reduced_over(16, 1 << 10, true, "shm+tcp") == "recursive_halving");
 }
 
+TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest steps") {
+    // Where ranks take turns on the cores, each step of an algorithm waits
+    // for turns: at 12, 16 and 32 ranks on 2 cores (6, 8 and 16 ranks to a
+    // core) the fan-in and fan-out through rank 0 (linear) took 0.37-0.95 of
+    // the general choices' time per iteration at 8 B-64 KiB, and to 4 MiB
+    // where measured (fifty-second session, docs/performance.md). Where each
+    // rank has a core, 4 or fewer to a core (unmeasured) and unknown (0):
+    // the general choices.
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    const auto sharing = [](call_signature s, std::uint32_t ranks_per_core) {
+        s.transport = "shm";
+        s.ranks_per_core = ranks_per_core;
+        return s;
+    };
+    struct choice {
+        call_signature call;
+        std::string_view crowded, general;
+    };
+    const auto plain = [](collective kind, int p, std::size_t bytes) {
+        return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
+    };
+    for (const auto& [call, crowded, general] : {
+             choice{plain(collective::barrier, 16, 0), "linear", "dissemination"},
+             choice{plain(collective::broadcast, 16, 8), "linear", "binomial"},
+             choice{plain(collective::broadcast, 32, 4 << 20), "linear", "pipeline"},
+             choice{plain(collective::gather, 12, 64 << 10), "linear", "binomial"},
+             choice{plain(collective::scatter, 16, 4 << 20), "linear", "binomial"},
+             choice{plain(collective::all_gather, 16, 1 << 20), "linear", "ring"},
+             choice{plain(collective::all_gather, 12, 96), "linear", "bruck"},
+             choice{plain(collective::all_gather, 16, 64 << 20), "ring", "ring"},
+             choice{plain(collective::all_to_all, 16, 64 << 10), "linear", "pairwise"},
+             // Blocks of 256 bytes or less: Bruck's log2(p) rounds (1.30
+             // times as long by fan-out at 32 ranks).
+             choice{plain(collective::all_to_all, 32, 256), "bruck", "bruck"},
+             choice{plain(collective::all_to_allv, 16, 0), "linear", "pairwise"},
+             choice{with_op(collective::all_reduce, 16, 8), "linear", "recursive_doubling"},
+             choice{with_op(collective::all_reduce, 16, 16 << 10), "linear", "recursive_doubling"},
+             choice{with_op(collective::all_reduce, 16, 256 << 10), "linear", "rabenseifner"},
+             choice{with_op(collective::all_reduce, 12, 64 << 10), "linear", "ring"},
+             // From 512 KiB the halving rounds (linear 1.31-1.50).
+             choice{with_op(collective::all_reduce, 16, 512 << 10), "rabenseifner", "rabenseifner"},
+             choice{with_op(collective::reduce, 16, 16 << 10), "linear", "binomial"},
+             choice{with_op(collective::reduce, 16, 32 << 10), "binomial", "binomial"},
+             choice{with_op(collective::reduce_scatter, 16, 16 << 10), "linear",
+                    "recursive_halving"},
+             choice{with_op(collective::reduce_scatter, 16, 64 << 10), "recursive_halving",
+                    "recursive_halving"},
+             // Scans: one round of short vectors (only the shortest at 32
+             // ranks, where it sends 496 messages), the chain of long ones.
+             choice{with_op(collective::scan, 16, 1 << 10), "direct", "recursive_doubling"},
+             choice{with_op(collective::scan, 16, 4 << 10), "linear", "recursive_doubling"},
+             choice{with_op(collective::exscan, 32, 8), "direct", "recursive_doubling"},
+             choice{with_op(collective::exscan, 32, 4 << 10), "recursive_doubling",
+                    "recursive_doubling"},
+             choice{with_op(collective::scan, 32, 16 << 10), "linear", "recursive_doubling"},
+         }) {
+        CAPTURE(to_string(call.kind));
+        CAPTURE(call.comm_size);
+        CAPTURE(call.bytes);
+        CHECK(tree.walk(sharing(call, 8)) == crowded);
+        CHECK(tree.walk(sharing(call, 5)) == crowded);
+        for (std::uint32_t general_figure : {0u, 1u, 4u})
+            CHECK(tree.walk(sharing(call, general_figure)) == general);
+        // The figure is the machine's: it does not change 8 ranks' choices.
+        auto eight = call;
+        eight.comm_size = 8;
+        CHECK(tree.walk(sharing(eight, 8)) == tree.walk(sharing(eight, 4)));
+    }
+    // Non-commutative reductions keep the general choices (unmeasured).
+    CHECK(tree.walk(sharing(with_op(collective::all_reduce, 16, 8, false), 8)) ==
+          "recursive_doubling");
+    CHECK(tree.walk(sharing(with_op(collective::reduce, 16, 8, false), 8)) == "binomial");
+    // Over TCP the transport's own trees (where ranks_per_core is 0 anyway).
+    auto tcp = sharing(plain(collective::barrier, 16, 0), 8);
+    tcp.transport = "tcp";
+    CHECK(tree.walk(tcp) == "dissemination");
+}
+
 TEST_CASE("the walk records the path with its reasons") {
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
@@ -577,7 +659,7 @@ TEST_CASE("the walk records the path with its reasons") {
     const auto leaf =
         tree.walk({.kind = collective::all_gather, .comm_size = 10, .bytes = 64}, &path);
     CHECK(leaf == "bruck");
-    REQUIRE(path.size() == 5);
+    REQUIRE(path.size() == 6);
     CHECK(path[0].pointer == "/all_gather");
     CHECK(path[0].branch == "power_of_two=no");
     CHECK(path[0].reason == "power_of_two fails");
@@ -587,11 +669,14 @@ TEST_CASE("the walk records the path with its reasons") {
     CHECK(path[2].pointer == "/all_gather/power_of_two=no/even_size=yes");
     CHECK(path[2].branch == "comm_size=any");
     CHECK(path[3].pointer == "/all_gather/power_of_two=no/even_size=yes/comm_size=any");
-    CHECK(path[3].reason == "bytes = 64 <= 16384");
-    CHECK(path[4].branch == "bruck");
+    CHECK(path[3].reason == "ranks_per_core = 0 <= 4");
+    CHECK(path[4].pointer ==
+          "/all_gather/power_of_two=no/even_size=yes/comm_size=any/ranks_per_core<=4");
+    CHECK(path[4].reason == "bytes = 64 <= 16384");
+    CHECK(path[5].branch == "bruck");
 }
 
-TEST_CASE("line_ns and readv_percent: thresholds on the cores' distance, 0 when unknown") {
+TEST_CASE("line_ns, readv_percent, ranks_per_core: thresholds on the cores, 0 when unknown") {
     // How long a line takes there and back between the cores, and how
     // process_vm_readv compares with the shared-memory cells.
     struct figure {
@@ -601,7 +686,8 @@ TEST_CASE("line_ns and readv_percent: thresholds on the cores' distance, 0 when 
     };
     for (const auto& [name, field, bound, above] :
          {figure{"line_ns", &call_signature::line_ns, 250, 450},
-          figure{"readv_percent", &call_signature::readv_percent, 125, 300}}) {
+          figure{"readv_percent", &call_signature::readv_percent, 125, 300},
+          figure{"ranks_per_core", &call_signature::ranks_per_core, 4, 8}}) {
         CAPTURE(name);
         auto text = builtin(tree_role::pure);
         text["broadcast"] = {{fmt::format("{}<={}", name, bound), "linear"},
@@ -676,11 +762,11 @@ TEST_CASE("a missing region is refused") {
 TEST_CASE("a leaf whose restrictions its path does not guarantee is refused") {
     SUBCASE("power of two") {
         auto tree = builtin(tree_role::pure);
-        tree["all_gather"]["power_of_two=no"]["even_size=no"]["comm_size=any"]["bytes<=16K"] =
-            "recursive_doubling";
+        tree["all_gather"]["power_of_two=no"]["even_size=no"]["comm_size=any"]["ranks_per_core<=4"]
+            ["bytes<=16K"] = "recursive_doubling";
         const auto e = load_error(tree);
         CHECK(contains(e.what(), "at /all_gather/power_of_two=no/even_size=no/comm_size=any/"
-                                 "bytes<=16K: "
+                                 "ranks_per_core<=4/bytes<=16K: "
                                  "all_gather algorithm 'recursive_doubling' has restriction "
                                  "power_of_two"));
     }

@@ -153,6 +153,7 @@ call_signature signature_of(const call_description& d) {
     s.nodes = d.nodes;
     s.line_ns = d.line_ns;
     s.readv_percent = d.readv_percent;
+    s.ranks_per_core = d.ranks_per_core;
     s.node_consecutive = !d.interleaved_nodes;
     return s;
 }
@@ -171,6 +172,7 @@ nlohmann::json to_json(const selection_explanation& why) {
         {"node_consecutive", c.node_consecutive},
         {"line_ns", c.line_ns},
         {"readv_percent", c.readv_percent},
+        {"ranks_per_core", c.ranks_per_core},
         {"equal_counts", c.equal_counts},
     };
     if (c.has_op) {
@@ -284,9 +286,13 @@ std::string topology_text() {
 }
 
 nlohmann::json capabilities_json(const transport_capabilities& c) {
-    return {{"single_copy", c.single_copy}, {"remote_memory_access", c.remote_memory_access},
-            {"latency_us", c.latency_us},   {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
-            {"line_ns", c.line_ns},         {"readv_percent", c.readv_percent}};
+    return {{"single_copy", c.single_copy},
+            {"remote_memory_access", c.remote_memory_access},
+            {"latency_us", c.latency_us},
+            {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
+            {"line_ns", c.line_ns},
+            {"readv_percent", c.readv_percent},
+            {"ranks_per_core", c.ranks_per_core}};
 }
 
 } // namespace tutti::info

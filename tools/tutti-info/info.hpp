@@ -17,11 +17,12 @@ struct call_description {
     std::string collective;
     int ranks = 2;
     std::uint64_t bytes = 8;
-    bool bytes_given = false;   // --bytes on the command line, refused where calls carry no size
-    std::uint64_t count = 0;    // elements; 0: bytes / 8 (8-byte elements)
-    int ranks_per_node = 0;     // 0: every rank on one node
-    unsigned line_ns = 0;       // a line there and back between the cores; 0: unknown
-    unsigned readv_percent = 0; // process_vm_readv against the cells; 0: unknown
+    bool bytes_given = false;    // --bytes on the command line, refused where calls carry no size
+    std::uint64_t count = 0;     // elements; 0: bytes / 8 (8-byte elements)
+    int ranks_per_node = 0;      // 0: every rank on one node
+    unsigned line_ns = 0;        // a line there and back between the cores; 0: unknown
+    unsigned readv_percent = 0;  // process_vm_readv against the cells; 0: unknown
+    unsigned ranks_per_core = 0; // ranks each core runs; 0: unknown
     int nodes = 0;
     std::string op = "sum"; // sum, prod, min, max, user, noncommutative
     bool in_place = false;

@@ -43,12 +43,14 @@ void print_job_transport(bool json) {
         } else {
             fmt::print("this job's transport: {} ({} ranks): single copy {}, remote memory "
                        "access {}, ~{} us, ~{} GB/s, a line between the ranks' cores {}, "
-                       "process_vm_readv {}\n",
+                       "process_vm_readv {}, ranks to a core {}\n",
                        t.name(), job.size(), c.single_copy ? "yes" : "no",
                        c.remote_memory_access ? "yes" : "no", c.latency_us, c.bandwidth_gb_per_s,
                        c.line_ns ? fmt::format("{} ns", c.line_ns) : std::string("unknown"),
                        c.readv_percent ? fmt::format("{} % of the cells' time", c.readv_percent)
-                                       : std::string("unknown"));
+                                       : std::string("unknown"),
+                       c.ranks_per_core ? fmt::format("{}", c.ranks_per_core)
+                                        : std::string("unknown"));
             for (const auto& line : job.routes().describe())
                 fmt::print("  {}\n", line);
         }
@@ -93,6 +95,9 @@ int main(int argc, char** argv) {
     app.add_option("--readv-percent", d.readv_percent,
                    "process_vm_readv's time as a percentage of the shared-memory cells' (a shm "
                    "job measures it; 0: unknown)");
+    app.add_option("--ranks-per-core", d.ranks_per_core,
+                   "how many ranks each core runs, rounded up (a shm job counts them; 0: "
+                   "unknown)");
     app.add_option("--op", d.op, "sum, prod, min, max, user, noncommutative");
     app.add_flag("--in-place", d.in_place, "a reduction in place");
     app.add_option("--transport", d.transport, "inproc, shm, tcp, fabric or shm+tcp");

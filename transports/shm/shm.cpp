@@ -468,7 +468,8 @@ public:
                 .one_thread = true,
                 .segment_bytes = payload_capacity(),
                 .line_ns = line_ns_,
-                .readv_percent = readv_percent_};
+                .readv_percent = readv_percent_,
+                .ranks_per_core = ranks_per_core_};
     }
 
     request isend(int dest, const message_header& header,
@@ -739,6 +740,7 @@ private:
     std::uint32_t line_ns_ = 0;        // options::line_ns as agreed at setup
     std::uint32_t direct_line_ns_ = 0; // the same with direct stores (0: not measured)
     std::uint32_t readv_percent_ = 0;  // options::readv_percent as agreed at setup
+    std::uint32_t ranks_per_core_ = 0; // rank 0's ranks_per_core(size_), agreed at setup
     bool cells_over_readv_ = false;    // options::cells_readv_percent applies
     // Messages of this many bytes or more are not read by process_vm_readv
     // (options::slow_readv_cells_threshold, where it applies).
@@ -1065,10 +1067,12 @@ void endpoint::setup(bootstrap& boot) {
     agree_link_figures(boot);
 }
 
-// 4: how far apart the ranks' cores are (options::line_ns), and how slowly
-// process_vm_readv copies (options::readv_percent). Every rank takes rank
-// 0's figures, so that selection, which reads line_ns, chooses alike on all,
-// and so that every rank's messages take the same paths.
+// 4: how far apart the ranks' cores are (options::line_ns), how slowly
+// process_vm_readv copies (options::readv_percent), and how many ranks each
+// core runs. Every rank takes rank 0's figures, so that selection, which
+// reads them, chooses alike on all (ranks bound differently could count
+// the cores differently), and so that every rank's messages take the same
+// paths.
 void endpoint::agree_link_figures(bootstrap& boot) {
     // Where ranks share cores, a bounce or a timed copy measures the scheduler.
     const bool measure = size_ > 1 && !cores_shared_;
@@ -1094,11 +1098,13 @@ void endpoint::agree_link_figures(bootstrap& boot) {
     figure.put<std::uint32_t>(line.ns);
     figure.put<std::uint32_t>(readv);
     figure.put<std::uint32_t>(line.direct_ns);
+    figure.put<std::uint32_t>(static_cast<std::uint32_t>(ranks_per_core(size_)));
     auto figures = boot.all_gather(figure.bytes());
     blob_reader rank0(figures.at(0), 0);
     line_ns_ = rank0.get<std::uint32_t>();
     readv_percent_ = rank0.get<std::uint32_t>();
     direct_line_ns_ = rank0.get<std::uint32_t>();
+    ranks_per_core_ = rank0.get<std::uint32_t>();
     if (direct_line_ns_ && !direct_lines_can_pay(direct_line_ns_, line_ns_))
         adaptive_lines_ = false;
 }

@@ -785,14 +785,14 @@ void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
             throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
 }
 
-TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores and for "
-          "process_vm_readv") {
+TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores, for "
+          "process_vm_readv and for the ranks each core runs") {
     // Given on rank 0 alone: the others, told nothing, take them too
     // (selection branches on both, every sender on process_vm_readv's
     // figure) rather than figures of their own.
-    for (int p : {2, 3}) {
+    for (int p : {2, 3, 5}) {
         CAPTURE(p);
-        run_job_and_check(p, [](fork_bootstrap& boot) {
+        run_job_and_check(p, [p](fork_bootstrap& boot) {
             asio::io_context io;
             shm::options opts;
             if (boot.rank() == 0) {
@@ -806,8 +806,15 @@ TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores a
                    "rank {} took {} ns and {} % ({} % in its capabilities), not rank 0's 450 "
                    "and 321",
                    boot.rank(), c.line_ns, t->readv_percent(), c.readv_percent);
+            // Counted, never unknown: p ranks over this machine's cores.
+            expect(c.ranks_per_core == static_cast<std::uint32_t>(ranks_per_core(p)) &&
+                       c.ranks_per_core >= 1,
+                   "rank {} of {} counts {} ranks to a core, not {}", boot.rank(), p,
+                   c.ranks_per_core, ranks_per_core(p));
         });
     }
+    for (int p = 1; p <= 64; ++p)
+        CHECK((ranks_per_core(p) > 1) == ranks_outnumber_cores(p));
     // Measured (where the ranks do not outnumber the cores): the same figures
     // on every rank, told to each through the bootstrap. 0 when a probe did
     // not answer in time, which a loaded machine may cause. The copy probe
