@@ -652,6 +652,57 @@ TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest s
     CHECK(tree.walk(tcp) == "dissemination");
 }
 
+TEST_CASE("6 to 8 ranks with 3 or 4 to a core: short calls through rank 0") {
+    // At 6 and 8 ranks on 2 cores the fan-in and fan-out through rank 0
+    // took 0.50-0.94 of one round's time per iteration (the barrier, the
+    // all_gather to 16 KiB, the commutative all_reduce and reduce_scatter
+    // to 4 KiB; the all_gather of 64 KiB 1.15, the reduce_scatter 1.35); at
+    // 4 and 5 ranks, 2 and 3 to a core, one round stayed as quick or
+    // quicker (fifty-second session, docs/performance.md).
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    struct choice {
+        call_signature call;
+        std::string_view crowded, general;
+    };
+    const auto plain = [](collective kind, int p, std::size_t bytes) {
+        return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
+    };
+    for (const auto& [call, crowded, general] : {
+             choice{plain(collective::barrier, 8, 0), "linear", "direct"},
+             choice{plain(collective::barrier, 6, 0), "linear", "direct"},
+             choice{plain(collective::all_gather, 8, 16 << 10), "linear", "direct"},
+             choice{plain(collective::all_gather, 6, 1 << 10), "linear", "direct"},
+             choice{plain(collective::all_gather, 7, 56), "linear", "direct"},
+             choice{plain(collective::all_gather, 8, 64 << 10), "direct", "direct"},
+             choice{with_op(collective::all_reduce, 8, 8), "linear", "direct"},
+             choice{with_op(collective::all_reduce, 8, 4 << 10), "linear", "direct"},
+             choice{with_op(collective::all_reduce, 6, 1 << 10), "linear", "direct"},
+             choice{with_op(collective::all_reduce, 8, 16 << 10), "linear", "linear"},
+             choice{with_op(collective::reduce_scatter, 8, 4 << 10), "linear", "direct"},
+             choice{with_op(collective::reduce_scatter, 6, 1 << 10), "linear", "direct"},
+             choice{with_op(collective::reduce_scatter, 8, 64 << 10), "direct", "direct"},
+         }) {
+        CAPTURE(to_string(call.kind));
+        CAPTURE(call.comm_size);
+        CAPTURE(call.bytes);
+        auto s = call;
+        s.transport = "shm";
+        for (std::uint32_t ranks_per_core : {3u, 4u}) {
+            s.ranks_per_core = ranks_per_core;
+            CHECK(tree.walk(s) == crowded);
+        }
+        for (std::uint32_t ranks_per_core : {0u, 1u, 2u}) {
+            s.ranks_per_core = ranks_per_core;
+            CHECK(tree.walk(s) == general);
+        }
+    }
+    // 4 ranks: one round, whatever the count.
+    auto four = with_op(collective::all_reduce, 4, 1 << 10);
+    four.ranks_per_core = 4;
+    CHECK(tree.walk(four) == "direct");
+}
+
 TEST_CASE("the walk records the path with its reasons") {
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
