@@ -87,6 +87,38 @@ call_signature line_at(call_signature s, std::uint32_t line_ns) {
     return s;
 }
 
+// A call without an operation.
+call_signature plain(collective kind, int p, std::size_t bytes) {
+    return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
+}
+
+// A shared-memory call's choice where ranks crowd the cores (ranks_per_core
+// among `crowded_figures`) and where they do not (among `general_figures`).
+struct crowding_choice {
+    call_signature call;
+    std::string_view crowded, general;
+};
+
+void check_crowding(const decision_tree& tree, std::initializer_list<crowding_choice> choices,
+                    std::initializer_list<std::uint32_t> crowded_figures,
+                    std::initializer_list<std::uint32_t> general_figures) {
+    for (const auto& [call, crowded, general] : choices) {
+        CAPTURE(to_string(call.kind));
+        CAPTURE(call.comm_size);
+        CAPTURE(call.bytes);
+        auto s = call;
+        s.transport = "shm";
+        for (auto figure : crowded_figures) {
+            s.ranks_per_core = figure;
+            CHECK(tree.walk(s) == crowded);
+        }
+        for (auto figure : general_figures) {
+            s.ranks_per_core = figure;
+            CHECK(tree.walk(s) == general);
+        }
+    }
+}
+
 } // namespace
 
 TEST_CASE("the shipped trees validate and cover every collective") {
@@ -588,59 +620,56 @@ TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest s
         s.ranks_per_core = ranks_per_core;
         return s;
     };
-    struct choice {
-        call_signature call;
-        std::string_view crowded, general;
-    };
-    const auto plain = [](collective kind, int p, std::size_t bytes) {
-        return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
-    };
-    for (const auto& [call, crowded, general] : {
-             choice{plain(collective::barrier, 16, 0), "linear", "dissemination"},
-             choice{plain(collective::broadcast, 16, 8), "linear", "binomial"},
-             choice{plain(collective::broadcast, 32, 4 << 20), "linear", "pipeline"},
-             choice{plain(collective::gather, 12, 64 << 10), "linear", "binomial"},
-             choice{plain(collective::scatter, 16, 4 << 20), "linear", "binomial"},
-             choice{plain(collective::all_gather, 16, 1 << 20), "linear", "ring"},
-             choice{plain(collective::all_gather, 12, 96), "linear", "bruck"},
-             choice{plain(collective::all_gather, 16, 64 << 20), "ring", "ring"},
-             choice{plain(collective::all_to_all, 16, 64 << 10), "linear", "pairwise"},
-             // Blocks of 256 bytes or less: Bruck's log2(p) rounds (1.30
-             // times as long by fan-out at 32 ranks).
-             choice{plain(collective::all_to_all, 32, 256), "bruck", "bruck"},
-             choice{plain(collective::all_to_allv, 16, 0), "linear", "pairwise"},
-             choice{with_op(collective::all_reduce, 16, 8), "linear", "recursive_doubling"},
-             choice{with_op(collective::all_reduce, 16, 16 << 10), "linear", "recursive_doubling"},
-             choice{with_op(collective::all_reduce, 16, 256 << 10), "linear", "rabenseifner"},
-             choice{with_op(collective::all_reduce, 12, 64 << 10), "linear", "ring"},
-             // From 512 KiB the halving rounds (linear 1.31-1.50).
-             choice{with_op(collective::all_reduce, 16, 512 << 10), "rabenseifner", "rabenseifner"},
-             choice{with_op(collective::reduce, 16, 16 << 10), "linear", "binomial"},
-             choice{with_op(collective::reduce, 16, 32 << 10), "binomial", "binomial"},
-             choice{with_op(collective::reduce_scatter, 16, 16 << 10), "linear",
-                    "recursive_halving"},
-             choice{with_op(collective::reduce_scatter, 16, 64 << 10), "recursive_halving",
-                    "recursive_halving"},
-             // Scans: one round of short vectors (only the shortest at 32
-             // ranks, where it sends 496 messages), the chain of long ones.
-             choice{with_op(collective::scan, 16, 1 << 10), "direct", "recursive_doubling"},
-             choice{with_op(collective::scan, 16, 4 << 10), "linear", "recursive_doubling"},
-             choice{with_op(collective::exscan, 32, 8), "direct", "recursive_doubling"},
-             choice{with_op(collective::exscan, 32, 4 << 10), "recursive_doubling",
-                    "recursive_doubling"},
-             choice{with_op(collective::scan, 32, 16 << 10), "linear", "recursive_doubling"},
-         }) {
-        CAPTURE(to_string(call.kind));
-        CAPTURE(call.comm_size);
-        CAPTURE(call.bytes);
-        CHECK(tree.walk(sharing(call, 8)) == crowded);
-        CHECK(tree.walk(sharing(call, 5)) == crowded);
-        for (std::uint32_t general_figure : {0u, 1u, 4u})
-            CHECK(tree.walk(sharing(call, general_figure)) == general);
-        // The figure is the machine's: it does not change 8 ranks' choices.
-        auto eight = call;
-        eight.comm_size = 8;
-        CHECK(tree.walk(sharing(eight, 8)) == tree.walk(sharing(eight, 4)));
+    check_crowding(
+        tree,
+        {
+            crowding_choice{plain(collective::barrier, 16, 0), "linear", "dissemination"},
+            crowding_choice{plain(collective::broadcast, 16, 8), "linear", "binomial"},
+            crowding_choice{plain(collective::broadcast, 32, 4 << 20), "linear", "pipeline"},
+            crowding_choice{plain(collective::gather, 12, 64 << 10), "linear", "binomial"},
+            crowding_choice{plain(collective::scatter, 16, 4 << 20), "linear", "binomial"},
+            crowding_choice{plain(collective::all_gather, 16, 1 << 20), "linear", "ring"},
+            crowding_choice{plain(collective::all_gather, 12, 96), "linear", "bruck"},
+            crowding_choice{plain(collective::all_gather, 16, 64 << 20), "ring", "ring"},
+            crowding_choice{plain(collective::all_to_all, 16, 64 << 10), "linear", "pairwise"},
+            // Blocks of 256 bytes or less: Bruck's log2(p) rounds (1.30
+            // times as long by fan-out at 32 ranks).
+            crowding_choice{plain(collective::all_to_all, 32, 256), "bruck", "bruck"},
+            crowding_choice{plain(collective::all_to_allv, 16, 0), "linear", "pairwise"},
+            crowding_choice{with_op(collective::all_reduce, 16, 8), "linear", "recursive_doubling"},
+            crowding_choice{with_op(collective::all_reduce, 16, 16 << 10), "linear",
+                            "recursive_doubling"},
+            crowding_choice{with_op(collective::all_reduce, 16, 256 << 10), "linear",
+                            "rabenseifner"},
+            crowding_choice{with_op(collective::all_reduce, 12, 64 << 10), "linear", "ring"},
+            // From 512 KiB the halving rounds (linear 1.31-1.50).
+            crowding_choice{with_op(collective::all_reduce, 16, 512 << 10), "rabenseifner",
+                            "rabenseifner"},
+            crowding_choice{with_op(collective::reduce, 16, 16 << 10), "linear", "binomial"},
+            crowding_choice{with_op(collective::reduce, 16, 32 << 10), "binomial", "binomial"},
+            crowding_choice{with_op(collective::reduce_scatter, 16, 16 << 10), "linear",
+                            "recursive_halving"},
+            crowding_choice{with_op(collective::reduce_scatter, 16, 64 << 10), "recursive_halving",
+                            "recursive_halving"},
+            // Scans: one round of short vectors (only the shortest at 32
+            // ranks, where it sends 496 messages), the chain of long ones.
+            crowding_choice{with_op(collective::scan, 16, 1 << 10), "direct", "recursive_doubling"},
+            crowding_choice{with_op(collective::scan, 16, 4 << 10), "linear", "recursive_doubling"},
+            crowding_choice{with_op(collective::exscan, 32, 8), "direct", "recursive_doubling"},
+            crowding_choice{with_op(collective::exscan, 32, 4 << 10), "recursive_doubling",
+                            "recursive_doubling"},
+            crowding_choice{with_op(collective::scan, 32, 16 << 10), "linear",
+                            "recursive_doubling"},
+        },
+        {5, 8}, {0, 1, 4});
+    // Up to 8 ranks 4 to a core already count as crowded: more change nothing.
+    for (auto kind : all_collectives) {
+        auto eight = plain(kind, 8, 8);
+        eight.transport = "shm";
+        eight.ranks_per_core = 8;
+        const auto crowded = tree.walk(eight);
+        eight.ranks_per_core = 4;
+        CHECK(tree.walk(eight) == crowded);
     }
     // Non-commutative reductions keep the general choices (unmeasured).
     CHECK(tree.walk(sharing(with_op(collective::all_reduce, 16, 8, false), 8)) ==
@@ -661,42 +690,30 @@ TEST_CASE("6 to 8 ranks with 3 or 4 to a core: short calls through rank 0") {
     // quicker (fifty-second session, docs/performance.md).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    struct choice {
-        call_signature call;
-        std::string_view crowded, general;
-    };
-    const auto plain = [](collective kind, int p, std::size_t bytes) {
-        return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
-    };
-    for (const auto& [call, crowded, general] : {
-             choice{plain(collective::barrier, 8, 0), "linear", "direct"},
-             choice{plain(collective::barrier, 6, 0), "linear", "direct"},
-             choice{plain(collective::all_gather, 8, 16 << 10), "linear", "direct"},
-             choice{plain(collective::all_gather, 6, 1 << 10), "linear", "direct"},
-             choice{plain(collective::all_gather, 7, 56), "linear", "direct"},
-             choice{plain(collective::all_gather, 8, 64 << 10), "direct", "direct"},
-             choice{with_op(collective::all_reduce, 8, 8), "linear", "direct"},
-             choice{with_op(collective::all_reduce, 8, 4 << 10), "linear", "direct"},
-             choice{with_op(collective::all_reduce, 6, 1 << 10), "linear", "direct"},
-             choice{with_op(collective::all_reduce, 8, 16 << 10), "linear", "linear"},
-             choice{with_op(collective::reduce_scatter, 8, 4 << 10), "linear", "direct"},
-             choice{with_op(collective::reduce_scatter, 6, 1 << 10), "linear", "direct"},
-             choice{with_op(collective::reduce_scatter, 8, 64 << 10), "direct", "direct"},
-         }) {
-        CAPTURE(to_string(call.kind));
-        CAPTURE(call.comm_size);
-        CAPTURE(call.bytes);
-        auto s = call;
-        s.transport = "shm";
-        for (std::uint32_t ranks_per_core : {3u, 4u}) {
-            s.ranks_per_core = ranks_per_core;
-            CHECK(tree.walk(s) == crowded);
-        }
-        for (std::uint32_t ranks_per_core : {0u, 1u, 2u}) {
-            s.ranks_per_core = ranks_per_core;
-            CHECK(tree.walk(s) == general);
-        }
-    }
+    check_crowding(
+        tree,
+        {
+            crowding_choice{plain(collective::barrier, 8, 0), "linear", "direct"},
+            crowding_choice{plain(collective::barrier, 6, 0), "linear", "direct"},
+            // 5 ranks, 3 to a core on 2 cores: one round (linear 1.03-1.11).
+            crowding_choice{plain(collective::barrier, 5, 0), "direct", "direct"},
+            crowding_choice{plain(collective::all_gather, 5, 40), "direct", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 5, 1 << 10), "direct", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 5, 8), "direct", "direct"},
+            crowding_choice{with_op(collective::reduce_scatter, 5, 1 << 10), "direct", "direct"},
+            crowding_choice{plain(collective::all_gather, 8, 16 << 10), "linear", "direct"},
+            crowding_choice{plain(collective::all_gather, 6, 1 << 10), "linear", "direct"},
+            crowding_choice{plain(collective::all_gather, 7, 56), "linear", "direct"},
+            crowding_choice{plain(collective::all_gather, 8, 64 << 10), "direct", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 8, 8), "linear", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 8, 4 << 10), "linear", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 6, 1 << 10), "linear", "direct"},
+            crowding_choice{with_op(collective::all_reduce, 8, 16 << 10), "linear", "linear"},
+            crowding_choice{with_op(collective::reduce_scatter, 8, 4 << 10), "linear", "direct"},
+            crowding_choice{with_op(collective::reduce_scatter, 6, 1 << 10), "linear", "direct"},
+            crowding_choice{with_op(collective::reduce_scatter, 8, 64 << 10), "direct", "direct"},
+        },
+        {3, 4}, {0, 1, 2});
     // 4 ranks: one round, whatever the count.
     auto four = with_op(collective::all_reduce, 4, 1 << 10);
     four.ranks_per_core = 4;
