@@ -615,11 +615,6 @@ TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest s
     // the general choices.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    const auto sharing = [](call_signature s, std::uint32_t ranks_per_core) {
-        s.transport = "shm";
-        s.ranks_per_core = ranks_per_core;
-        return s;
-    };
     check_crowding(
         tree,
         {
@@ -671,13 +666,35 @@ TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest s
         eight.ranks_per_core = 4;
         CHECK(tree.walk(eight) == crowded);
     }
-    // Non-commutative reductions keep the general choices (unmeasured).
-    CHECK(tree.walk(sharing(with_op(collective::all_reduce, 16, 8, false), 8)) ==
-          "recursive_doubling");
-    CHECK(tree.walk(sharing(with_op(collective::reduce, 16, 8, false), 8)) == "binomial");
+    // Non-commutative reductions (affine maps composed in rank order):
+    // linear 0.46-0.93 to 64 KiB at 16 ranks, the reduce 0.62-0.70 to 1 KiB
+    // and 1.02-1.05 at 16 KiB.
+    check_crowding(
+        tree,
+        {
+            crowding_choice{with_op(collective::all_reduce, 16, 8, false), "linear",
+                            "recursive_doubling"},
+            crowding_choice{with_op(collective::all_reduce, 16, 64 << 10, false), "linear",
+                            "scatter_gather"},
+            crowding_choice{with_op(collective::all_reduce, 32, 64 << 10, false), "linear",
+                            "recursive_doubling"},
+            crowding_choice{with_op(collective::all_reduce, 16, 256 << 10, false), "scatter_gather",
+                            "scatter_gather"},
+            crowding_choice{with_op(collective::reduce, 16, 1 << 10, false), "linear", "binomial"},
+            crowding_choice{with_op(collective::reduce, 16, 16 << 10, false), "binomial",
+                            "binomial"},
+            crowding_choice{with_op(collective::reduce, 16, 64 << 10, false), "binomial",
+                            "binomial"},
+            crowding_choice{with_op(collective::reduce_scatter, 16, 64 << 10, false), "linear",
+                            "pairwise"},
+            crowding_choice{with_op(collective::reduce_scatter, 16, 256 << 10, false), "pairwise",
+                            "pairwise"},
+        },
+        {5, 8}, {0, 1, 4});
     // Over TCP the transport's own trees (where ranks_per_core is 0 anyway).
-    auto tcp = sharing(plain(collective::barrier, 16, 0), 8);
+    auto tcp = plain(collective::barrier, 16, 0);
     tcp.transport = "tcp";
+    tcp.ranks_per_core = 8;
     CHECK(tree.walk(tcp) == "dissemination");
 }
 
