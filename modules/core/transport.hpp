@@ -47,7 +47,8 @@ struct transport_capabilities {
     // of its own, 5 for 9 or 10 ranks on 2 cores. Where ranks take turns on
     // a core, every step of an algorithm waits for turns, and the
     // algorithms of fewest steps win (docs/selection.md). The same on every
-    // rank. 0: unknown (ranks on other machines).
+    // rank. 0: unknown (the other transports: over TCP and RDMA ranks may be
+    // on other machines; the in-process one does not count its threads).
     std::uint32_t ranks_per_core = 0;
 };
 
