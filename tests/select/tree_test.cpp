@@ -700,11 +700,11 @@ TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest s
 
 TEST_CASE("6 to 8 ranks with 3 or 4 to a core: short calls through rank 0") {
     // At 6 and 8 ranks on 2 cores the fan-in and fan-out through rank 0
-    // took 0.50-0.94 of one round's time per iteration (the barrier, the
-    // all_gather to 16 KiB, the commutative all_reduce and reduce_scatter
-    // to 4 KiB; the all_gather of 64 KiB 1.15, the reduce_scatter 1.35); at
-    // 4 and 5 ranks, 2 and 3 to a core, one round stayed as quick or
-    // quicker (fifty-second session, docs/performance.md).
+    // took 0.50-0.95 of one round's time per iteration (the barrier, and the
+    // all_gather, commutative all_reduce and reduce_scatter to 16 KiB; at 64
+    // KiB the all_gather 1.15, the reduce_scatter 1.35); at 4 and 5 ranks, 2
+    // and 3 to a core, one round stayed about as quick (fifty-second
+    // session, docs/performance.md).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     check_crowding(
