@@ -157,18 +157,49 @@ concept operation_for = requires(const Op& op, const T& a) {
 };
 
 namespace detail {
-template <class T, class Op>
-void combine_typed(const void* state, const std::byte* a, const std::byte* b, std::byte* out,
-                   std::size_t count) {
-    const Op& op = *static_cast<const Op*>(state);
-    // memcpy in and out: the byte buffers need not be aligned for T.
+// out[i] = op(a[i], b[i]), or op(b[i], a[i]) when `swapped`; memcpy in and
+// out: the byte buffers need not be aligned for T.
+template <class T, class Op, bool swapped = false>
+void combine_elements(const Op& op, const std::byte* a, const std::byte* b, std::byte* out,
+                      std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
         T x, y;
         std::memcpy(&x, a + i * sizeof(T), sizeof(T));
         std::memcpy(&y, b + i * sizeof(T), sizeof(T));
-        T r = op(x, y);
+        T r = swapped ? op(y, x) : op(x, y);
         std::memcpy(out + i * sizeof(T), &r, sizeof(T));
     }
+}
+
+// The same into `io` from `other`, which it does not overlap: restrict lets
+// the loop run a vector at a time.
+template <class T, class Op, bool swapped>
+void combine_in_place(const Op& op, std::byte* __restrict io, const std::byte* __restrict other,
+                      std::size_t count) {
+    combine_elements<T, Op, swapped>(op, io, other, io, count);
+}
+
+inline bool byte_ranges_overlap(const std::byte* x, const std::byte* y,
+                                std::size_t bytes) noexcept {
+    return x < y + bytes && y < x + bytes;
+}
+
+template <class T, class Op>
+void combine_typed(const void* state, const std::byte* a, const std::byte* b, std::byte* out,
+                   std::size_t count) {
+    const Op& op = *static_cast<const Op*>(state);
+    // The vectorized loop's run-time check refuses any overlap of out with
+    // an input and falls back to one element at a time, yet the commonest
+    // call is in place (a partial result combined with what arrived), whose
+    // exact overlap is harmless: 8192 longs in place took 4.0 us instead of
+    // 2.3 (docs/performance.md, fifty-third session).
+    const std::size_t bytes = count * sizeof(T);
+    if (out == a && !byte_ranges_overlap(out, b, bytes))
+        combine_in_place<T, Op, false>(op, out, b, count);
+    else if (out == b && !byte_ranges_overlap(out, a, bytes))
+        combine_in_place<T, Op, true>(op, out, a, count);
+    else
+        combine_elements<T, Op>(op, a, b, out, count);
 }
 } // namespace detail
 

@@ -86,3 +86,48 @@ TEST_CASE("a user operation's declared commutativity reaches selection") {
         CHECK(data[7] == 6);
     });
 }
+
+TEST_CASE("a type-erased combine keeps the operands' order in place and out of place") {
+    // x * 3 + y: not commutative, so an operand taken from the wrong side
+    // shows. 37 elements: whole vectors and a remainder.
+    auto weighted = make_op([](std::int64_t x, std::int64_t y) { return x * 3 + y; },
+                            commutativity::non_commutative);
+    const auto op = erase_operation<std::int64_t>(weighted);
+    constexpr std::size_t n = 37;
+    const auto left = [](std::size_t i) { return static_cast<std::int64_t>(i) - 5; };
+    const auto right = [](std::size_t i) { return static_cast<std::int64_t>(i * i) + 2; };
+    auto filled = [](auto f) {
+        std::vector<std::int64_t> v(n);
+        for (std::size_t i = 0; i < n; ++i)
+            v[i] = f(i);
+        return v;
+    };
+    auto bytes = [](std::vector<std::int64_t>& v) {
+        return reinterpret_cast<std::byte*>(v.data());
+    };
+    auto wrong = [&](const std::vector<std::int64_t>& got) {
+        std::size_t count = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (got[i] != left(i) * 3 + right(i)) ++count;
+        return count;
+    };
+
+    auto a = filled(left), b = filled(right);
+    std::vector<std::int64_t> out(n);
+    op.combine(bytes(a), bytes(b), bytes(out), n);
+    CHECK(wrong(out) == 0);
+
+    op.combine(bytes(a), bytes(b), bytes(a), n); // in place over the left operand
+    CHECK(wrong(a) == 0);
+
+    a = filled(left);
+    op.combine(bytes(a), bytes(b), bytes(b), n); // in place over the right operand
+    CHECK(wrong(b) == 0);
+
+    auto same = filled(left); // both operands and the result one buffer
+    op.combine(bytes(same), bytes(same), bytes(same), n);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (same[i] != left(i) * 4) ++off;
+    CHECK(off == 0);
+}
