@@ -7,6 +7,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
@@ -179,9 +180,11 @@ void combine_in_place(const Op& op, std::byte* __restrict io, const std::byte* _
     combine_elements<T, Op, swapped>(op, io, other, io, count);
 }
 
+// As addresses: < between pointers into different buffers is unspecified.
 inline bool byte_ranges_overlap(const std::byte* x, const std::byte* y,
                                 std::size_t bytes) noexcept {
-    return x < y + bytes && y < x + bytes;
+    const auto from = reinterpret_cast<std::uintptr_t>(x), to = reinterpret_cast<std::uintptr_t>(y);
+    return from < to + bytes && to < from + bytes;
 }
 
 template <class T, class Op>
