@@ -67,13 +67,6 @@ void fold_in_rank_order(const reduction_op& op, int p, Contribution x, std::byte
         op.combine(out, x(i), out, count);
 }
 
-// Whether two buffers share a byte (an in-place call, or a send buffer
-// inside the receive buffer).
-inline bool overlapping(std::span<const std::byte> a, std::span<const std::byte> b) {
-    return !a.empty() && !b.empty() && a.data() < b.data() + b.size() &&
-           b.data() < a.data() + a.size();
-}
-
 // Whether a rank may copy its own block (from -> to) after posting its
 // messages, so that the copy runs while they travel: when send and receive
 // are apart, or when the block is already in place (nothing to copy). Else

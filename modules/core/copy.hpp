@@ -14,8 +14,19 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 
 namespace tutti {
+
+// Whether two buffers share a byte (an in-place call, a send buffer inside
+// the receive buffer). Compared as addresses: < between pointers into
+// different buffers is unspecified.
+inline bool overlapping(std::span<const std::byte> a, std::span<const std::byte> b) noexcept {
+    const auto a_from = reinterpret_cast<std::uintptr_t>(a.data());
+    const auto b_from = reinterpret_cast<std::uintptr_t>(b.data());
+    return !a.empty() && !b.empty() && a_from < b_from + b.size() && b_from < a_from + a.size();
+}
 
 // Copies n bytes; the ranges must not overlap.
 void copy_bytes(void* to, const void* from, std::size_t n) noexcept;
