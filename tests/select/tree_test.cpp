@@ -288,7 +288,7 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     // core's fresh lines at 87-114 % of the cells' time, the near choices
     // won (Rabenseifner 0.58-0.88 of binomial's and the segments' time from
     // 1 MiB, unchanged and rewritten buffers alike). So a far line counts
-    // only with a slow copy between the cores (readv_percent above 125).
+    // only with a slow copy between the cores (readv_percent above 150).
     // Far lines with a quick copy (the fiftieth session's Intel VM, lines of
     // 412-460 ns, readv_percent 119-121) take the whole vector up to 256 KiB
     // (binomial 0.61-0.67 of the segments' time from 64 KiB) and

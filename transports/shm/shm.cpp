@@ -1232,8 +1232,8 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
     // median of the rest, not the minimum: the cells' stores now and then
     // took two thirds of their usual time in one round, and the quickest of
     // 24 rounds then put the probe at 150-170 % on a machine that otherwise
-    // read 96-120 % (the quickest of 8: 76-128 %, across the 125 % of
-    // cells_readv_percent in 2 of 55 setups; fifty-first session,
+    // read 96-120 % (the quickest of 8: 76-128 %, across the 125 % that
+    // cells_readv_percent was then in 2 of 55 setups; fifty-first session,
     // docs/performance.md).
     constexpr std::uint64_t rounds = 24, warm_rounds = 8;
     const std::size_t cell_bytes = copy_probe_cell_bytes();

@@ -145,14 +145,20 @@ struct options {
     // both (2 ranks, buffers written before every call, 256 KiB to 16 MiB:
     // the cells took 0.40-0.84 of process_vm_readv's time in the slow mode
     // and 0.45-0.85 in the quick one, the 256 KiB broadcast 1.08). So the cells
-    // took 0.8-1.5 times what the probe counts for them, and 125 leaves
-    // single copy to a kernel that copies nearly as fast as the cells
-    // (docs/performance.md, thirty-ninth to forty-first sessions). Until the
-    // forty-first session the rule applied where a line took more than 250
-    // ns there and back (line_ns), the proxy it was found by. Not where
-    // ranks share cores, nor with cached cell stores. 0: off.
+    // took 0.8-1.5 times what the probe counts for them (docs/performance.md,
+    // thirty-ninth to forty-first sessions). Below 150 it leaves single copy
+    // to a kernel that copies nearly as fast as the cells: an Intel VM whose
+    // probe read 66-132 % (mostly 117-126, either side of the 125 this rule
+    // had until the fifty-fourth session) ran 2 ranks' collectives of 64
+    // KiB-4 MiB in 0.44-0.84 of the cells' time where buffers are sent
+    // unchanged, and from 1 MiB in 0.71-0.93 where they are written before
+    // every call (at 64-256 KiB all_gather, gather, broadcast 1.10-1.63
+    // there), and a figure that straddled the rule made those runs bimodal.
+    // Until the forty-first session the rule applied where a line took more
+    // than 250 ns there and back (line_ns), the proxy it was found by. Not
+    // where ranks share cores, nor with cached cell stores. 0: off.
     // TUTTI_SHM_CELLS_READV_PERCENT=N.
-    std::uint32_t cells_readv_percent = 125;
+    std::uint32_t cells_readv_percent = 150;
     // Where cells_readv_percent applies, a message of at least this many
     // bytes that is not copied out of a mapping (a private buffer) comes
     // through the cells, not by process_vm_readv, whatever the thresholds
