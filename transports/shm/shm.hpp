@@ -149,11 +149,12 @@ struct options {
     // thirty-ninth to forty-first sessions). Below 150 it leaves single copy
     // to a kernel that copies nearly as fast as the cells: an Intel VM whose
     // probe read 66-132 % (mostly 117-126, either side of the 125 this rule
-    // had until the fifty-fourth session) ran 2 ranks' collectives of 64
-    // KiB-4 MiB in 0.44-0.84 of the cells' time where buffers are sent
-    // unchanged, and from 1 MiB in 0.71-0.93 where they are written before
-    // every call (at 64-256 KiB all_gather, gather, broadcast 1.10-1.63
-    // there), and a figure that straddled the rule made those runs bimodal.
+    // had until the fifty-fourth session) ran 2 ranks' collectives of 256
+    // KiB-4 MiB in 0.37-0.84 of the cells' time where buffers are sent
+    // unchanged (the scan of 1-4 MiB 1.03-1.05), and at 4 MiB in 0.71-0.88
+    // where they are written before every call (1 MiB 0.88-1.03; at 64-256
+    // KiB all_gather, gather, broadcast 1.02-1.63 there), and a figure that
+    // straddled the rule made those runs bimodal.
     // Until the forty-first session the rule applied where a line took more
     // than 250 ns there and back (line_ns), the proxy it was found by. Not
     // where ranks share cores, nor with cached cell stores. 0: off.
