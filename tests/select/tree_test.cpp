@@ -315,6 +315,14 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CHECK(tree.walk(s) == far_line_quick_copy);
         s.readv_percent = 0; // unknown: as quick
         CHECK(tree.walk(s) == far_line_quick_copy);
+        // The branches part where the shm transport's slow-copy rule does
+        // (shm::options::cells_readv_percent): each choice was measured with
+        // its messages on the path the rule gives them.
+        const std::uint32_t rule = shm::options{}.cells_readv_percent;
+        s.readv_percent = rule;
+        CHECK(tree.walk(s) == far_line_quick_copy);
+        s.readv_percent = rule + 1;
+        CHECK(tree.walk(s) == far);
         s.readv_percent = 300;
         s.line_ns = 110;
         CHECK(tree.walk(s) == near);
