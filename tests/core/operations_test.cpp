@@ -105,11 +105,15 @@ TEST_CASE("a type-erased combine keeps the operands' order in place and out of p
     auto bytes = [](std::vector<std::int64_t>& v) {
         return reinterpret_cast<std::byte*>(v.data());
     };
-    auto wrong = [&](const std::vector<std::int64_t>& got) {
+    // Elements of `got` other than expected(i).
+    auto mismatches = [&](const std::vector<std::int64_t>& got, auto expected) {
         std::size_t count = 0;
         for (std::size_t i = 0; i < n; ++i)
-            if (got[i] != left(i) * 3 + right(i)) ++count;
+            if (got[i] != expected(i)) ++count;
         return count;
+    };
+    auto wrong = [&](const std::vector<std::int64_t>& got) {
+        return mismatches(got, [&](std::size_t i) { return left(i) * 3 + right(i); });
     };
 
     auto a = filled(left), b = filled(right);
@@ -126,8 +130,5 @@ TEST_CASE("a type-erased combine keeps the operands' order in place and out of p
 
     auto same = filled(left); // both operands and the result one buffer
     op.combine(bytes(same), bytes(same), bytes(same), n);
-    std::size_t off = 0;
-    for (std::size_t i = 0; i < n; ++i)
-        if (same[i] != left(i) * 4) ++off;
-    CHECK(off == 0);
+    CHECK(mismatches(same, [&](std::size_t i) { return left(i) * 4; }) == 0);
 }
