@@ -42,6 +42,9 @@ TEST_CASE("a blocking call's error reaches the caller") {
 // exception comes while rank 0's all_reduce is surely still waiting.
 TEST_CASE("a blocking call ends its collective before passing on another handler's exception") {
     std::atomic<bool> thrown{false};
+    // Set however rank 0's call ends, so that a failure before the handler
+    // ran (a selection error, say) fails the test instead of hanging rank 1.
+    std::atomic<bool> rank0_done{false};
     std::atomic<int> rank0_sum{-1};
     inproc::run_threads(2, [&](communicator comm) {
         std::vector<int> v(3, comm.rank() + 1);
@@ -53,8 +56,9 @@ TEST_CASE("a blocking call ends its collective before passing on another handler
             CHECK_THROWS_WITH_AS(tutti::wait(comm, all_reduce(comm, v, sum)), "other work failed",
                                  std::runtime_error);
             rank0_sum = v[2];
+            rank0_done = true;
         } else {
-            while (!thrown)
+            while (!thrown && !rank0_done)
                 std::this_thread::yield();
             tutti::wait(comm, all_reduce(comm, v, sum));
             CHECK(v == std::vector<int>(3, 3));
