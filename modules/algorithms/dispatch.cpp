@@ -52,6 +52,7 @@ void add_communicator(call_signature& signature, const communicator& comm) {
     signature.transport = transport.name();
     const auto capabilities = transport.capabilities();
     signature.single_copy = capabilities.single_copy;
+    signature.slow_single_copy = capabilities.slow_single_copy;
     signature.line_ns = capabilities.line_ns;
     signature.readv_percent = capabilities.readv_percent;
     signature.ranks_per_core = capabilities.ranks_per_core;
@@ -76,9 +77,10 @@ struct choice_key {
 };
 
 // A field added to call_signature must be added to the key too, unless, as
-// line_ns, readv_percent and ranks_per_core, it is the communicator's for good (the remembered
-// choice is the communicator's). This check catches an addition that changes the signature's size;
-// a small field that fits in existing padding (a bool after node_consecutive) it does not.
+// line_ns, readv_percent, slow_single_copy and ranks_per_core, it is the communicator's for good
+// (the remembered choice is the communicator's). This check catches an addition that changes the
+// signature's size; a small field that fits in existing padding (a bool after node_consecutive) it
+// does not.
 static_assert(sizeof(call_signature) == 80, "call_signature changed: update choice_key_of");
 
 choice_key choice_key_of(const call_signature& s, bool single_copy,

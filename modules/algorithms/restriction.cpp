@@ -28,6 +28,8 @@ std::string_view to_string(restriction_kind k) noexcept {
         return "node_consecutive";
     case restriction_kind::single_copy:
         return "single_copy";
+    case restriction_kind::slow_single_copy:
+        return "slow_single_copy";
     case restriction_kind::min_size:
         return "min_size";
     case restriction_kind::max_size:
@@ -71,6 +73,8 @@ bool holds(restriction r, const call_signature& call) noexcept {
         return call.node_consecutive;
     case restriction_kind::single_copy:
         return call.single_copy;
+    case restriction_kind::slow_single_copy:
+        return call.slow_single_copy;
     case restriction_kind::min_size:
         return call.comm_size >= r.bound;
     case restriction_kind::max_size:
@@ -106,6 +110,9 @@ std::optional<std::string> check(restriction r, const call_signature& call) {
         return std::string("the ranks of a node are not consecutive in the communicator");
     case restriction_kind::single_copy:
         return fmt::format("the transport '{}' cannot copy straight between ranks' memory",
+                           call.transport.empty() ? "unknown" : call.transport);
+    case restriction_kind::slow_single_copy:
+        return fmt::format("the transport '{}' measured no slow single copy",
                            call.transport.empty() ? "unknown" : call.transport);
     case restriction_kind::min_size:
         return fmt::format("communicator size {} is below {}", call.comm_size, r.bound);

@@ -28,6 +28,7 @@ enum class restriction_kind {
     hierarchy_available, // the communicator carries a hierarchy (tutti::hierarchy)
     node_consecutive,    // the ranks of each node are consecutive in the communicator
     single_copy,         // the transport lets a peer read or write our memory directly
+    slow_single_copy,    // the transport measured that copy slow, and keeps messages off it
     min_size,            // at least `bound` ranks
     max_size,            // at most `bound` ranks
 };
@@ -44,6 +45,7 @@ inline constexpr std::array all_restriction_kinds = {
     restriction_kind::hierarchy_available,
     restriction_kind::node_consecutive,
     restriction_kind::single_copy,
+    restriction_kind::slow_single_copy,
     restriction_kind::min_size,
     restriction_kind::max_size,
 };
@@ -99,6 +101,8 @@ struct call_signature {
     // outlive the signature (transports return literals).
     std::string_view transport;
     bool single_copy = false; // the transport's capability
+    // The transport's transport_capabilities::slow_single_copy.
+    bool slow_single_copy = false;
     // The ranks' placement on nodes. 0 means unknown and reads as one node
     // holding every rank (ranks_per_node = comm_size, nodes = 1), which is
     // what a communicator without node information is.
@@ -126,10 +130,11 @@ struct call_signature {
                (a.count == b.count) & (a.has_op == b.has_op) & (a.commutative == b.commutative) &
                (a.builtin_op == b.builtin_op) & (a.in_place == b.in_place) &
                (a.equal_counts == b.equal_counts) & (a.has_hierarchy == b.has_hierarchy) &
-               (a.single_copy == b.single_copy) & (a.ranks_per_node == b.ranks_per_node) &
-               (a.nodes == b.nodes) & (a.node_consecutive == b.node_consecutive) &
-               (a.line_ns == b.line_ns) & (a.readv_percent == b.readv_percent) &
-               (a.ranks_per_core == b.ranks_per_core) & same_transport;
+               (a.single_copy == b.single_copy) & (a.slow_single_copy == b.slow_single_copy) &
+               (a.ranks_per_node == b.ranks_per_node) & (a.nodes == b.nodes) &
+               (a.node_consecutive == b.node_consecutive) & (a.line_ns == b.line_ns) &
+               (a.readv_percent == b.readv_percent) & (a.ranks_per_core == b.ranks_per_core) &
+               same_transport;
     }
 };
 

@@ -42,6 +42,13 @@ struct transport_capabilities {
     // kernel copies slowly across these cores, whatever line_ns says. 0:
     // unknown (ranks that share cores, no single copy, other transports).
     std::uint32_t readv_percent = 0;
+    // The transport judged its single copy slow from that figure (shm: above
+    // options::cells_readv_percent) and keeps messages in its cells that
+    // would otherwise take it. Selection branches on this, not on the
+    // figure, so that an algorithm is chosen for the path its messages
+    // really take, and the rule's figure lives in one place. The same on
+    // every rank.
+    bool slow_single_copy = false;
     // How many of the world's ranks each core runs, rounded up, where all of
     // them run on this machine (shared memory): 1 where each rank has a core
     // of its own, 5 for 9 or 10 ranks on 2 cores. Where ranks take turns on

@@ -359,7 +359,7 @@ std::string selection_explanation::text() const {
         out += '\n';
     };
     line(fmt::format(
-        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}{}{}{}",
+        "{} on {} ranks, {} bytes{}{}{}, transport {}, {} node(s) of {} rank(s){}{}{}{}{}",
         to_string(call.kind), call.comm_size, call.bytes,
         call.has_op ? (call.commutative ? ", commutative op" : ", non-commutative op") : "",
         call.has_op && !call.builtin_op ? " (user function)" : "",
@@ -373,6 +373,7 @@ std::string selection_explanation::text() const {
         call.readv_percent
             ? fmt::format(", process_vm_readv takes {} % of the cells' time", call.readv_percent)
             : "",
+        call.slow_single_copy ? ", single copy judged slow" : "",
         call.ranks_per_core > 1    ? fmt::format(", {} ranks to a core", call.ranks_per_core)
         : call.ranks_per_core == 1 ? ", a core for each rank"
                                    : ""));

@@ -185,10 +185,22 @@ TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel
     CHECK(contains(why.text(), "process_vm_readv takes 300 % of the cells' time"));
     REQUIRE(why.pure_path.size() >= 3);
     CHECK(why.pure_path.back().branch == "segmented_binomial");
-    CHECK(why.pure_path[why.pure_path.size() - 2].reason == "readv_percent = 300");
-    CHECK(why.pure_path[why.pure_path.size() - 3].reason == "line_ns = 450");
+    CHECK(contains(why.text(), "single copy judged slow"));
+    CHECK(why.pure_path[why.pure_path.size() - 2].reason == "line_ns = 450");
+    // A discrete condition, tested above the thresholds (the plan's order).
+    CHECK(std::ranges::any_of(
+        why.pure_path, [](const auto& step) { return step.reason == "slow_single_copy holds"; }));
+    // A shm call's copy is judged slow above the shm transport's rule, as a
+    // job judges it; --slow-single-copy says so for any transport.
+    d.readv_percent = shm::options{}.cells_readv_percent;
+    CHECK(explain_call(d).chosen == "rabenseifner");
+    d.readv_percent += 1;
+    CHECK(explain_call(d).chosen == "segmented_binomial");
     d.readv_percent = 114;
     CHECK(explain_call(d).chosen == "rabenseifner");
+    d.slow_single_copy = true;
+    CHECK(explain_call(d).chosen == "segmented_binomial");
+    d.slow_single_copy = false;
     d.readv_percent = 300;
     d.line_ns = 110;
     CHECK(explain_call(d).chosen == "rabenseifner");

@@ -47,6 +47,8 @@ std::vector<call_signature> signature_grid(collective kind) {
                                             .kind = kind, .comm_size = p, .bytes = bytes};
                                         s.line_ns = line_ns;
                                         s.readv_percent = readv_percent;
+                                        // As the shm transport judges it.
+                                        s.slow_single_copy = readv_percent == 300;
                                         s.ranks_per_core = ranks_per_core;
                                         s.has_op = kind == collective::all_reduce ||
                                                    kind == collective::reduce ||
@@ -309,21 +311,16 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CAPTURE(bytes);
         auto s = rooted(2, bytes, true);
         s.line_ns = 450;
-        s.readv_percent = 300;
+        // The branches follow the transport's judgement of its single copy,
+        // not readv_percent: each choice was measured with its messages on
+        // the path that judgement gives them (shm::options::cells_readv_percent).
+        s.slow_single_copy = true;
         CHECK(tree.walk(s) == far);
-        s.readv_percent = 114;
+        s.slow_single_copy = false;
         CHECK(tree.walk(s) == far_line_quick_copy);
-        s.readv_percent = 0; // unknown: as quick
-        CHECK(tree.walk(s) == far_line_quick_copy);
-        // The branches part where the shm transport's slow-copy rule does
-        // (shm::options::cells_readv_percent): each choice was measured with
-        // its messages on the path the rule gives them.
-        const std::uint32_t rule = shm::options{}.cells_readv_percent;
-        s.readv_percent = rule;
-        CHECK(tree.walk(s) == far_line_quick_copy);
-        s.readv_percent = rule + 1;
-        CHECK(tree.walk(s) == far);
         s.readv_percent = 300;
+        CHECK(tree.walk(s) == far_line_quick_copy);
+        s.slow_single_copy = true;
         s.line_ns = 110;
         CHECK(tree.walk(s) == near);
         s.line_ns = 0;

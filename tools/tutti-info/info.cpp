@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "topology/topology.hpp"
+#include "transports/shm/shm.hpp"
 
 namespace tutti::info {
 
@@ -153,6 +154,9 @@ call_signature signature_of(const call_description& d) {
     s.nodes = d.nodes;
     s.line_ns = d.line_ns;
     s.readv_percent = d.readv_percent;
+    const auto shm_rule = shm::options{}.cells_readv_percent;
+    s.slow_single_copy =
+        d.slow_single_copy || (d.transport == "shm" && shm_rule && d.readv_percent > shm_rule);
     s.ranks_per_core = d.ranks_per_core;
     s.node_consecutive = !d.interleaved_nodes;
     return s;
@@ -172,6 +176,7 @@ nlohmann::json to_json(const selection_explanation& why) {
         {"node_consecutive", c.node_consecutive},
         {"line_ns", c.line_ns},
         {"readv_percent", c.readv_percent},
+        {"slow_single_copy", c.slow_single_copy},
         {"ranks_per_core", c.ranks_per_core},
         {"equal_counts", c.equal_counts},
     };
@@ -292,6 +297,7 @@ nlohmann::json capabilities_json(const transport_capabilities& c) {
             {"bandwidth_gb_per_s", c.bandwidth_gb_per_s},
             {"line_ns", c.line_ns},
             {"readv_percent", c.readv_percent},
+            {"slow_single_copy", c.slow_single_copy},
             {"ranks_per_core", c.ranks_per_core}};
 }
 

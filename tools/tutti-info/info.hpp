@@ -28,6 +28,9 @@ struct call_description {
     bool in_place = false;
     std::string transport = "shm";
     bool single_copy = false;
+    // The transport judged its single copy slow; a shm call also is where
+    // readv_percent exceeds the shm transport's rule, as a shm job judges.
+    bool slow_single_copy = false;
     bool hierarchy = false;
     bool interleaved_nodes = false; // ranks of a node not consecutive
     bool unequal_counts = false;

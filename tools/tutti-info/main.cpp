@@ -43,12 +43,13 @@ void print_job_transport(bool json) {
         } else {
             fmt::print("this job's transport: {} ({} ranks): single copy {}, remote memory "
                        "access {}, ~{} us, ~{} GB/s, a line between the ranks' cores {}, "
-                       "process_vm_readv {}, ranks to a core {}\n",
+                       "process_vm_readv {}{}, ranks to a core {}\n",
                        t.name(), job.size(), c.single_copy ? "yes" : "no",
                        c.remote_memory_access ? "yes" : "no", c.latency_us, c.bandwidth_gb_per_s,
                        c.line_ns ? fmt::format("{} ns", c.line_ns) : std::string("unknown"),
                        c.readv_percent ? fmt::format("{} % of the cells' time", c.readv_percent)
                                        : std::string("unknown"),
+                       c.slow_single_copy ? " (judged slow: messages kept in the cells)" : "",
                        c.ranks_per_core ? fmt::format("{}", c.ranks_per_core)
                                         : std::string("unknown"));
             for (const auto& line : job.routes().describe())
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
     app.add_flag("--in-place", d.in_place, "a reduction in place");
     app.add_option("--transport", d.transport, "inproc, shm, tcp, fabric or shm+tcp");
     app.add_flag("--single-copy", d.single_copy, "the transport copies straight between ranks");
+    app.add_flag("--slow-single-copy", d.slow_single_copy,
+                 "the transport judged that copy slow and keeps messages off it (a shm call "
+                 "is so where --readv-percent exceeds the shm transport's rule)");
     app.add_flag("--hierarchy", d.hierarchy, "the communicator carries a hierarchy");
     app.add_flag("--interleaved-nodes", d.interleaved_nodes,
                  "the ranks of a node are not consecutive");

@@ -469,6 +469,7 @@ public:
                 .segment_bytes = payload_capacity(),
                 .line_ns = line_ns_,
                 .readv_percent = readv_percent_,
+                .slow_single_copy = cells_over_readv_,
                 .ranks_per_core = ranks_per_core_};
     }
 

@@ -157,8 +157,9 @@ struct options {
     // straddled the rule made those runs bimodal.
     // Until the forty-first session the rule applied where a line took more
     // than 250 ns there and back (line_ns), the proxy it was found by. Not
-    // where ranks share cores, nor with cached cell stores. 0: off.
-    // TUTTI_SHM_CELLS_READV_PERCENT=N.
+    // where ranks share cores, nor with cached cell stores. 0: off. Where it
+    // applies, capabilities() says slow_single_copy, which the decision
+    // trees branch on. TUTTI_SHM_CELLS_READV_PERCENT=N.
     std::uint32_t cells_readv_percent = 150;
     // Where cells_readv_percent applies, a message of at least this many
     // bytes that is not copied out of a mapping (a private buffer) comes

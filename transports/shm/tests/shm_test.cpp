@@ -920,6 +920,11 @@ TEST_CASE("shm: where process_vm_readv is slow, a receive combined at once comes
                        "shared");
                 return;
             }
+            // Selection is told what the transport judged (the decision
+            // trees' slow_single_copy), so the two cannot part.
+            expect(t->capabilities().slow_single_copy == (s.via_cells == 1),
+                   "the transport reports slow_single_copy = {} where it keeps the receive {}",
+                   t->capabilities().slow_single_copy, s.via_cells ? "in the cells" : "off them");
             if (comm.rank() == 0)
                 expect(reduced.copies_shared == s.shared && reduced.copies_alone_far == s.alone &&
                            reduced.combined_via_cells == s.via_cells,
