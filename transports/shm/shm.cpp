@@ -77,6 +77,13 @@ constexpr std::size_t far_line_cma_threshold = 16 * 1024;
 // the 64 KiB all_reduce took 1.30 times as long.
 constexpr std::size_t far_line_cma_threshold_exchange = 32 * 1024;
 constexpr std::size_t line = 64;
+constexpr std::size_t page = 4096;
+// options::misaligned: reads shorter than this go direct (the bounce was
+// measured from 16 KiB, 4.0 us against 10.7 on the Zen 3 VM; single copy
+// starts at 16 KiB unless a threshold is given lower), and longer ones go in
+// pieces of bounce_piece, which stay in a core's cache between the copies.
+constexpr std::size_t bounce_from = 4 * 1024;
+constexpr std::size_t bounce_piece = 128 * 1024;
 constexpr std::size_t auto_budget = 128u << 20; // ring bytes of the whole segment
 
 enum class cell_type : std::uint8_t {
@@ -450,6 +457,42 @@ int cma_copy(pid_t pid, std::span<std::byte> into, std::uint64_t address, bool w
     return 0;
 }
 
+// Whether a copy's destination sits 1-63 bytes past its source's place in a
+// page: where `rep movsb` crawls (options::misaligned; on the Zen 3 VM 1-31
+// bytes past read 4-7 times as slow, 32-63 and 64 not, the other way none).
+bool lands_just_past(std::uint64_t source, std::uint64_t destination) {
+    const auto ahead = (destination - source) % page;
+    return ahead != 0 && ahead < line;
+}
+
+// Whether the kernel's copy of such a pair is slow here (options::
+// misaligned's probe): process_vm_readv of this process's own memory, 64 KiB
+// to a whole number of pages further and 16 bytes past that, the quickest
+// of 8 each; also returns both times for the debug line.
+bool misaligned_reads_slow(std::chrono::nanoseconds& aligned,
+                           std::chrono::nanoseconds& misaligned) {
+    constexpr std::size_t n = 64 * 1024;
+    std::vector<std::byte> memory(2 * n + 3 * page, std::byte{1});
+    const auto base = reinterpret_cast<std::uintptr_t>(memory.data());
+    std::byte* from = memory.data() + (page - base % page) % page;
+    std::byte* to = from + n + page;
+    const auto source = reinterpret_cast<std::uint64_t>(from);
+    const auto quickest = [&](std::size_t shift) {
+        auto best = std::chrono::nanoseconds::max();
+        for (int round = 0; round < 8; ++round) {
+            const auto start = std::chrono::steady_clock::now();
+            if (cma_copy(getpid(), {to + shift, n}, source) != 0)
+                return std::chrono::nanoseconds::zero();
+            best = std::min(best, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - start));
+        }
+        return best;
+    };
+    aligned = quickest(0);
+    misaligned = quickest(16);
+    return aligned.count() > 0 && misaligned.count() > 0 && misaligned * 2 > aligned * 3;
+}
+
 class endpoint final : public shm::transport {
 public:
     endpoint(bootstrap& boot, asio::io_context& context, options opts);
@@ -529,6 +572,7 @@ public:
     std::size_t cell_bytes() const noexcept override { return geo_.cell_bytes; }
     std::size_t ring_depth() const noexcept override { return geo_.depth; }
     std::uint32_t readv_percent() const noexcept override { return readv_percent_; }
+    bool bounces_misaligned_reads() const noexcept override { return bounce_misaligned_; }
 
 private:
     struct outgoing {
@@ -665,6 +709,7 @@ private:
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
+    int read_by_cma(pid_t pid, std::span<std::byte> into, std::uint64_t address);
     int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
     request post_receive(const message_header& expected, std::span<std::byte> into, bool any_size,
                          bool combined_at_once) {
@@ -746,6 +791,11 @@ private:
     // Messages of this many bytes or more are not read by process_vm_readv
     // (options::slow_readv_cells_threshold, where it applies).
     std::size_t cells_from_ = std::numeric_limits<std::size_t>::max();
+    // options::misaligned, decided: reads whose bytes sit at another offset
+    // in a line than their destination go through bounce_ (allocated at
+    // the first).
+    bool bounce_misaligned_ = false;
+    std::unique_ptr<std::byte[]> bounce_;
 };
 
 endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
@@ -797,6 +847,19 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     } catch (...) {
         if (base_) munmap(base_, mapped_bytes_);
         throw;
+    }
+    if (opts_.use_cma && cma_to_any_) {
+        using misaligned = options::misaligned_reads;
+        auto aligned_ns = std::chrono::nanoseconds::zero(), misaligned_ns = aligned_ns;
+        bounce_misaligned_ = opts_.misaligned == misaligned::bounced ||
+                             (opts_.misaligned == misaligned::probe &&
+                              misaligned_reads_slow(aligned_ns, misaligned_ns));
+        debug("rank {}: misaligned single-copy reads {}{}", rank_,
+              bounce_misaligned_ ? "through a bounce buffer" : "direct",
+              aligned_ns.count() ? fmt::format(" (64 KiB of its own memory: {} ns aligned, {} ns "
+                                               "misaligned)",
+                                               aligned_ns.count(), misaligned_ns.count())
+                                 : std::string());
     }
     // Known only now that the ranks agreed on readv_percent.
     cells_over_readv_ = share_copies_ && opts_.cells_readv_percent &&
@@ -1838,7 +1901,29 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
             return 0;
         }
     }
-    return cma_copy(pids_[static_cast<std::size_t>(r.source)], into, r.address + at);
+    return read_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at);
+}
+
+// cma_copy's read, through the bounce buffer where the destination sits 1-63
+// bytes past the source's place in a page and that is slow here
+// (options::misaligned): each piece lands at the source's place, and
+// copy_bytes, whose vector loop does not mind, moves it on while it is still
+// in the cache.
+int endpoint::read_by_cma(pid_t pid, std::span<std::byte> into, std::uint64_t address) {
+    if (!bounce_misaligned_ || into.size() < bounce_from ||
+        !lands_just_past(address, reinterpret_cast<std::uintptr_t>(into.data())))
+        return cma_copy(pid, into, address);
+    if (!bounce_) bounce_ = std::make_unique_for_overwrite<std::byte[]>(bounce_piece + 2 * page);
+    ++counters_.reads_bounced;
+    // make_unique's array is aligned for std::max_align_t only: find a page.
+    const auto base = reinterpret_cast<std::uintptr_t>(bounce_.get());
+    std::byte* landing = bounce_.get() + (page - base % page) % page + address % page;
+    for (std::size_t done = 0; done < into.size(); done += bounce_piece) {
+        const std::size_t n = std::min(bounce_piece, into.size() - done);
+        if (const int e = cma_copy(pid, {landing, n}, address + done)) return e;
+        copy_bytes(into.data() + done, landing, n);
+    }
+    return 0;
 }
 
 // Copies a whole rendezvous message into `into`, its sender helping when it
@@ -2420,6 +2505,12 @@ void apply_environment(options& opts) {
                                                    {"cached", stores::cached},
                                                    {"streaming", stores::streaming}}))
         opts.cell_stores = *kind;
+    using misaligned = options::misaligned_reads;
+    if (auto kind = kind_from_environment<misaligned>("TUTTI_SHM_MISALIGNED_READS",
+                                                      {{"probe", misaligned::probe},
+                                                       {"direct", misaligned::direct},
+                                                       {"bounced", misaligned::bounced}}))
+        opts.misaligned = *kind;
     using line_stores = options::line_stores;
     if (auto kind = kind_from_environment<line_stores>("TUTTI_SHM_LINE_STORES",
                                                        {{"adaptive", line_stores::adaptive},

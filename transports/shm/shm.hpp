@@ -271,6 +271,23 @@ struct options {
     // cells_readv_percent reads it. 0: unknown.
     // TUTTI_SHM_READV_PERCENT=N gives it.
     std::optional<std::uint32_t> readv_percent;
+    // How process_vm_readv reads a message whose destination sits 1-63
+    // bytes past its source's place in a page. The kernel copies with `rep
+    // movsb`, which on the fifty-fifth session's Zen 3 VM ran 4-7 times
+    // slower for such a pair (128 KiB in 57-101 us against 13-16 where the
+    // destination was 1-31 bytes past), as glibc's memcpy does
+    // (tutti::copy_bytes); two heap buffers allocated one after the other
+    // are such a pair (16 bytes of malloc's header), in two processes that
+    // allocate alike too. bounced: read in pieces of 128 KiB
+    // into a buffer placed as the sender's bytes in a page, and
+    // copied on from there by copy_bytes (128 KiB in 22 us there; 1 MiB
+    // 145 against 454). direct: one read. probe: each rank times a read of
+    // its own memory both ways at setup (64 KiB, the quickest of 8, well
+    // under a millisecond) and bounces where the misaligned read takes more
+    // than 1.5 times the aligned one. Counted in counters::reads_bounced.
+    // TUTTI_SHM_MISALIGNED_READS=probe|direct|bounced.
+    enum class misaligned_reads { probe, direct, bounced };
+    misaligned_reads misaligned = misaligned_reads::probe;
     // How often an idle rank checks that its peers are still alive.
     std::chrono::microseconds liveness_interval{5000};
 };
@@ -286,7 +303,8 @@ struct options {
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
 // streaming), TUTTI_SHM_LINE_NS and TUTTI_SHM_SHARED_COPY_FAR_LINE_NS
 // (nanoseconds, digits only), TUTTI_SHM_READV_PERCENT and
-// TUTTI_SHM_CELLS_READV_PERCENT (percentages, digits only). Every
+// TUTTI_SHM_CELLS_READV_PERCENT (percentages, digits only),
+// TUTTI_SHM_MISALIGNED_READS (probe, direct or bounced). Every
 // rank of a node must see the same cell size and depth (the segment's layout
 // is checked). A value that is not a byte count (or a kind of stores) is a
 // tutti::error, and so is a variable of an earlier version
@@ -310,7 +328,8 @@ struct counters {
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
     std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)
     std::uint64_t prefetch_guesses =
-        0; // cells read while their lines were guessed (prefetch_bytes)
+        0;                           // cells read while their lines were guessed (prefetch_bytes)
+    std::uint64_t reads_bounced = 0; // single-copy reads through the bounce buffer (misaligned)
 };
 
 class transport : public tutti::transport {
@@ -324,6 +343,9 @@ public:
     virtual std::size_t ring_depth() const noexcept = 0;
     // options::readv_percent as every rank agreed at setup (0: unknown).
     virtual std::uint32_t readv_percent() const noexcept = 0;
+    // Whether this rank reads misaligned messages through its bounce buffer
+    // (options::misaligned, as given or probed).
+    virtual bool bounces_misaligned_reads() const noexcept = 0;
 };
 
 // Whether this CPU writes a line past the caches in one piece (MOVDIR64B),
