@@ -791,9 +791,9 @@ private:
     // Messages of this many bytes or more are not read by process_vm_readv
     // (options::slow_readv_cells_threshold, where it applies).
     std::size_t cells_from_ = std::numeric_limits<std::size_t>::max();
-    // options::misaligned, decided: reads whose bytes sit at another offset
-    // in a line than their destination go through bounce_ (allocated at
-    // the first).
+    // options::misaligned, decided: reads that land just past their
+    // source's place in a page (lands_just_past) go through bounce_
+    // (allocated at the first).
     bool bounce_misaligned_ = false;
     std::unique_ptr<std::byte[]> bounce_;
 };
