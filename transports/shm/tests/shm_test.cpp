@@ -1840,6 +1840,24 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
               std::string::npos);
     }
     ::unsetenv("TUTTI_SHM_LINE_STORES");
+    using misaligned = shm::options::misaligned_reads;
+    for (const auto& [text, kind] :
+         {std::pair{"direct", misaligned::direct}, std::pair{"bounced", misaligned::bounced},
+          std::pair{"probe", misaligned::probe}}) {
+        ::setenv("TUTTI_SHM_MISALIGNED_READS", text, 1);
+        shm::apply_environment(opts);
+        CHECK(opts.misaligned == kind);
+    }
+    ::setenv("TUTTI_SHM_MISALIGNED_READS", "aligned", 1);
+    try {
+        shm::apply_environment(opts);
+        FAIL("an unknown way of reading misplaced messages was accepted");
+    } catch (const tutti::error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("TUTTI_SHM_MISALIGNED_READS='aligned'") !=
+              std::string::npos);
+    }
+    ::unsetenv("TUTTI_SHM_MISALIGNED_READS");
     ::setenv("TUTTI_SHM_LINE_NS", "250", 1);
     shm::apply_environment(opts);
     CHECK(opts.line_ns == std::optional<std::uint32_t>(250));
