@@ -474,7 +474,7 @@ bool misaligned_reads_slow(std::chrono::nanoseconds& aligned,
     constexpr std::size_t n = 64 * 1024;
     std::vector<std::byte> memory(2 * n + 3 * page, std::byte{1});
     const auto base = reinterpret_cast<std::uintptr_t>(memory.data());
-    std::byte* from = memory.data() + (page - base % page) % page;
+    std::byte* from = memory.data() + (round_up(base, page) - base);
     std::byte* to = from + n + page;
     const auto source = reinterpret_cast<std::uint64_t>(from);
     const auto quickest = [&](std::size_t shift) {
@@ -1917,7 +1917,7 @@ int endpoint::read_by_cma(pid_t pid, std::span<std::byte> into, std::uint64_t ad
     ++counters_.reads_bounced;
     // make_unique's array is aligned for std::max_align_t only: find a page.
     const auto base = reinterpret_cast<std::uintptr_t>(bounce_.get());
-    std::byte* landing = bounce_.get() + (page - base % page) % page + address % page;
+    std::byte* landing = bounce_.get() + (round_up(base, page) - base) + address % page;
     for (std::size_t done = 0; done < into.size(); done += bounce_piece) {
         const std::size_t n = std::min(bounce_piece, into.size() - done);
         if (const int e = cma_copy(pid, {landing, n}, address + done)) return e;
