@@ -138,20 +138,6 @@ message_step call_context::send(int peer, std::uint64_t step, std::span<const st
     return after_send(start_send(peer, step, data, when));
 }
 
-namespace {
-// Receives this small look for their message before posting a receive: the
-// request, its place in the mailbox, its completion and the coroutine's
-// suspension cost more than the look. A message that arrives while the
-// receive polls is copied straight into it (transport::poll_recv) and one
-// that arrived before is copied from the mailbox, as a posted receive
-// would have been. Larger receives are posted first: their copy outweighs
-// the request, and a transport that cannot hand them over as they arrive
-// would copy them twice. Up to 64 bytes until the eighteenth session; 8
-// KiB took the 2-rank 256-byte all_gather from 0.249 to 0.210 µs and the
-// 4 KiB one from 0.493 to 0.385 (docs/performance.md).
-constexpr std::size_t receive_now_bytes = 8 * 1024;
-} // namespace
-
 bool call_context::receive_now(const message_header& expected, std::span<std::byte> into) const {
     using result = transport::try_result;
     auto& t = comm_->transport();
@@ -169,7 +155,7 @@ bool call_context::receive_now(const message_header& expected, std::span<std::by
 
 message_step call_context::recv(int peer, std::uint64_t step, std::span<std::byte> into,
                                 receive_use use) const {
-    if (into.size() <= receive_now_bytes &&
+    if (into.size() <= polled_receive_bytes &&
         receive_now(header(comm_->world_rank(peer), step, into.size()), into))
         return {};
     return {irecv(peer, step, into, use), {}};
@@ -184,7 +170,7 @@ task<std::vector<std::byte>> call_context::recv_any_size(int peer, std::uint64_t
 message_step call_context::send_recv(int dest, std::span<const std::byte> data, int source,
                                      std::span<std::byte> into, std::uint64_t step,
                                      send_awaited when) const {
-    if (into.size() <= receive_now_bytes) {
+    if (into.size() <= polled_receive_bytes) {
         // Sent first, so the peer has it while we look for its message.
         auto sent = start_send(dest, step, data, when);
         try {
