@@ -53,6 +53,22 @@ TEST_CASE("all_to_all: ranks disagreeing on the count get a size mismatch, not a
     CHECK(mentions(e, "bytes"));
 }
 
+TEST_CASE("gather: a rank whose block differs from the others' gets a size mismatch, not a hang") {
+    // Small blocks reach the root one after another through polled
+    // receives, large ones through receives posted at once: both tell.
+    for (const std::size_t ints : {std::size_t{3}, std::size_t{3000}}) {
+        CAPTURE(ints);
+        auto e = failure_of(3, [ints](communicator comm) -> task<void> {
+            std::vector<int> send(comm.rank() == 2 ? ints + 1 : ints, comm.rank());
+            std::vector<int> recv(comm.rank() == 0 ? 3 * ints : 0);
+            co_await gather(comm, send, recv, use("linear"));
+        });
+        INFO(std::string(e.what()));
+        CHECK(e.code() == errc::message_size_mismatch);
+        CHECK(mentions(e, "rank 2 sent " + std::to_string(4 * (ints + 1)) + " bytes"));
+    }
+}
+
 TEST_CASE("all_to_allv: a rank's count for itself must be the same both ways") {
     // Rank 0 sends itself 3 elements but makes room for 1: copied as given,
     // the piece would run past its receive buffer.
