@@ -709,7 +709,7 @@ private:
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
-    int read_by_cma(pid_t pid, std::span<std::byte> into, std::uint64_t address);
+    int copy_by_cma(pid_t pid, std::span<std::byte> local, std::uint64_t remote, bool write);
     int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
     request post_receive(const message_header& expected, std::span<std::byte> into, bool any_size,
                          bool combined_at_once) {
@@ -854,7 +854,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
         bounce_misaligned_ = opts_.misaligned == misaligned::bounced ||
                              (opts_.misaligned == misaligned::probe &&
                               misaligned_reads_slow(aligned_ns, misaligned_ns));
-        debug("rank {}: misaligned single-copy reads {}{}", rank_,
+        debug("rank {}: misaligned single-copy reads and help {}{}", rank_,
               bounce_misaligned_ ? "through a bounce buffer" : "direct",
               aligned_ns.count() ? fmt::format(" (64 KiB of its own memory: {} ns aligned, {} ns "
                                                "misaligned)",
@@ -1901,27 +1901,30 @@ int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std
             return 0;
         }
     }
-    return read_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at);
+    return copy_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at, false);
 }
 
-// cma_copy's read, through the bounce buffer where the destination sits 1-63
-// bytes past the source's place in a page and that is slow here
-// (options::misaligned): each piece lands at the source's place, and
-// copy_bytes, whose vector loop does not mind, moves it on while it is still
-// in the cache.
-int endpoint::read_by_cma(pid_t pid, std::span<std::byte> into, std::uint64_t address) {
-    if (!bounce_misaligned_ || into.size() < bounce_from ||
-        !lands_just_past(address, reinterpret_cast<std::uintptr_t>(into.data())))
-        return cma_copy(pid, into, address);
+// cma_copy, through the bounce buffer where the destination sits 1-63 bytes
+// past the source's place in a page and that is slow here (options::
+// misaligned): the kernel copies each piece between the other process and
+// a bounce placed as the remote bytes are, and copy_bytes, whose vector loop
+// does not mind, moves it between the bounce and `local` while it is in the
+// cache: after a read, before a write (the sender's help, handle_share).
+int endpoint::copy_by_cma(pid_t pid, std::span<std::byte> local, std::uint64_t remote, bool write) {
+    const auto here = reinterpret_cast<std::uintptr_t>(local.data());
+    if (!bounce_misaligned_ || local.size() < bounce_from ||
+        !(write ? lands_just_past(here, remote) : lands_just_past(remote, here)))
+        return cma_copy(pid, local, remote, write);
     if (!bounce_) bounce_ = std::make_unique_for_overwrite<std::byte[]>(bounce_piece + 2 * page);
-    ++counters_.reads_bounced;
+    ++(write ? counters_.writes_bounced : counters_.reads_bounced);
     // make_unique's array is aligned for std::max_align_t only: find a page.
     const auto base = reinterpret_cast<std::uintptr_t>(bounce_.get());
-    std::byte* landing = bounce_.get() + (round_up(base, page) - base) + address % page;
-    for (std::size_t done = 0; done < into.size(); done += bounce_piece) {
-        const std::size_t n = std::min(bounce_piece, into.size() - done);
-        if (const int e = cma_copy(pid, {landing, n}, address + done)) return e;
-        copy_bytes(into.data() + done, landing, n);
+    std::byte* bounce = bounce_.get() + (round_up(base, page) - base) + remote % page;
+    for (std::size_t done = 0; done < local.size(); done += bounce_piece) {
+        const std::size_t n = std::min(bounce_piece, local.size() - done);
+        if (write) copy_bytes(bounce, local.data() + done, n);
+        if (const int e = cma_copy(pid, {bounce, n}, remote + done, write)) return e;
+        if (!write) copy_bytes(local.data() + done, bounce, n);
     }
     return 0;
 }
@@ -2052,8 +2055,9 @@ void endpoint::handle_share(int receiver, const cell_header& h) {
                 continue;
             const auto k = n - 1 - back;
             const auto bytes = data.subspan(k * chunk, std::min(chunk, h.total - k * chunk));
-            const int e = cma_copy(pids_[i], {const_cast<std::byte*>(bytes.data()), bytes.size()},
-                                   h.offset + k * chunk, true);
+            const int e =
+                copy_by_cma(pids_[i], {const_cast<std::byte*>(bytes.data()), bytes.size()},
+                            h.offset + k * chunk, true);
             if (e != 0) {
                 debug("rank {} cannot write into rank {} by process_vm_writev ({}); it copies "
                       "alone from now on",

@@ -285,6 +285,11 @@ struct options {
     // its own memory both ways at setup (64 KiB, the quickest of 8, well
     // under a millisecond) and bounces where the misaligned read takes more
     // than 1.5 times the aligned one. Counted in counters::reads_bounced.
+    // The same goes for a sender's help (shared_copy_chunk), whose
+    // process_vm_writev crawls alike (fifty-seventh session: 128 KiB in 57 us
+    // against 13 where the receiver's buffer sat 8-31 bytes past the
+    // sender's place): bounced, each chunk is copied to a buffer placed as
+    // the receiver's bytes first; counted in counters::writes_bounced.
     // TUTTI_SHM_MISALIGNED_READS=probe|direct|bounced.
     enum class misaligned_reads { probe, direct, bounced };
     misaligned_reads misaligned = misaligned_reads::probe;
@@ -328,8 +333,9 @@ struct counters {
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
     std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)
     std::uint64_t prefetch_guesses =
-        0;                           // cells read while their lines were guessed (prefetch_bytes)
-    std::uint64_t reads_bounced = 0; // single-copy reads through the bounce buffer (misaligned)
+        0;                            // cells read while their lines were guessed (prefetch_bytes)
+    std::uint64_t reads_bounced = 0;  // single-copy reads through the bounce buffer (misaligned)
+    std::uint64_t writes_bounced = 0; // chunks of help written through it (misaligned)
 };
 
 class transport : public tutti::transport {
@@ -343,8 +349,9 @@ public:
     virtual std::size_t ring_depth() const noexcept = 0;
     // options::readv_percent as every rank agreed at setup (0: unknown).
     virtual std::uint32_t readv_percent() const noexcept = 0;
-    // Whether this rank reads misaligned messages through its bounce buffer
-    // (options::misaligned, as given or probed).
+    // Whether this rank reads misaligned messages, and writes its help into
+    // misaligned receivers, through its bounce buffer (options::misaligned,
+    // as given or probed).
     virtual bool bounces_misaligned_reads() const noexcept = 0;
 };
 

@@ -1066,10 +1066,16 @@ TEST_CASE("shm: single copy refused at run time falls back to chunks, one direct
 // Rank 0 broadcasts 4 MiB to rank 1 from a private and then a shared buffer
 // until it has helped copy both kinds (a chunk or more each), or
 // `max_rounds`; every round's bytes are checked. Returns how many rounds ran.
+// The private buffers sit 16 bytes into a page (a heap buffer's place),
+// rank 1's `receiver_past` bytes further.
 int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator& comm,
-                           int max_rounds) {
+                           int max_rounds, std::size_t receiver_past = 0) {
     constexpr std::size_t bytes = 4u << 20;
-    std::vector<std::byte> plain(bytes);
+    std::vector<std::byte> storage(bytes + 2 * 4096);
+    auto* page_start =
+        storage.data() + (4096 - reinterpret_cast<std::uintptr_t>(storage.data()) % 4096) % 4096;
+    const std::span<std::byte> plain(page_start + 16 + (comm.rank() == 1 ? receiver_past : 0),
+                                     bytes);
     shared_vector<std::byte> shared(bytes);
     int round = 0;
     std::uint64_t helped_before = t.counters().chunks_helped;
@@ -1120,6 +1126,42 @@ TEST_CASE("shm: a large single-copy message is copied by its receiver and its se
             expect(c.chunks_helped > 0 && c.copies_shared == 0 && rounds < 200,
                    "the root helped {} chunks in {} rounds", c.chunks_helped, rounds);
     });
+}
+
+TEST_CASE("shm: a sender's help into a buffer just past its own place in a page is bounced, and "
+          "arrives whole") {
+    // Rank 1's private buffer sits 16 bytes past rank 0's place in a page,
+    // where process_vm_writev may crawl as the reads do. Bounced, every
+    // chunk the root helps with from it goes through the bounce buffer;
+    // direct, none.
+    using misaligned = shm::options::misaligned_reads;
+    for (const auto mode : {misaligned::bounced, misaligned::direct}) {
+        CAPTURE(static_cast<int>(mode));
+        run_job_and_check(2, [mode](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.misaligned = mode;
+            opts.slow_readv_cells_threshold = 0; // the 4 MiB by single copy, whatever its speed
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            const int rounds = broadcast_until_helped(*t, io, comm, 200, 16);
+            const auto c = t->counters();
+            if (!t->cma_to(1 - t->rank()) || ranks_outnumber_cores(2)) {
+                fmt::print(stderr, "no core for each rank, or no process_vm_readv: no help\n");
+                expect(c.writes_bounced == 0, "{} chunks of help bounced", c.writes_bounced);
+                return;
+            }
+            if (t->rank() == 1) return;
+            expect(c.chunks_helped > 0 && rounds < 200, "the root helped {} chunks in {} rounds",
+                   c.chunks_helped, rounds);
+            // The shared buffers' help is not misaligned: at most the private ones bounce.
+            if (mode == misaligned::bounced)
+                expect(c.writes_bounced > 0 && c.writes_bounced <= c.chunks_helped,
+                       "{} of {} chunks of help bounced", c.writes_bounced, c.chunks_helped);
+            else
+                expect(c.writes_bounced == 0, "{} chunks of help bounced", c.writes_bounced);
+        });
+    }
 }
 
 TEST_CASE("shm: a single-copy read whose destination sits just past its source's place in a "
