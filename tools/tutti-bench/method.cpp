@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -13,6 +14,8 @@
 namespace tutti_bench {
 
 namespace {
+
+constexpr std::size_t page_bytes = 4096;
 
 std::string trim(const std::string& text) {
     const auto first = text.find_first_not_of(" \t");
@@ -215,6 +218,12 @@ void add_options(CLI::App& app, settings& s) {
     app.add_flag("--rewrite", s.rewrite,
                  "each rank writes its buffers again before every call (untimed), as an "
                  "application that has just produced its data would");
+    app.add_option("--misalign", s.misalign,
+                   "bytes into a page every receive buffer starts, every send buffer starting "
+                   "a page (a multiple of 8 below 4096); single copies then land that far past "
+                   "their source's place in a page, as between heap buffers allocated one "
+                   "after the other (16)")
+        ->check(CLI::Range(std::size_t{0}, page_bytes - 1));
     app.add_option("--pool-limit", s.given.pool_limit,
                    "the buffer sets of one size stay below this")
         ->capture_default_str();
@@ -248,6 +257,10 @@ void add_options(CLI::App& app, settings& s) {
             s.budget = parse_size(s.given.budget);
             s.pool_limit = parse_size(s.given.pool_limit);
             s.op = s.given.op == "compose" ? reduction::compose : reduction::sum;
+            if (s.misalign && *s.misalign % sizeof(element) != 0)
+                throw std::invalid_argument(
+                    fmt::format("--misalign {}: not a multiple of {} bytes (an element)",
+                                *s.misalign, sizeof(element)));
         } catch (const std::invalid_argument& e) {
             throw CLI::ValidationError(e.what());
         }
@@ -321,6 +334,49 @@ int iterations_within_limit(const settings& s, int iterations, double warmup_mea
     return std::max(1, static_cast<int>(fit));
 }
 
+namespace {
+
+// Blocks that start `place` bytes into a page (--misalign), carved from
+// larger ones of `upstream`, whose address is kept just before each.
+class placed_resource : public std::pmr::memory_resource {
+public:
+    placed_resource(std::size_t place, std::pmr::memory_resource* upstream)
+        : place_(place), upstream_(upstream) {}
+
+private:
+    static constexpr std::size_t kept = sizeof(void*);
+    std::size_t whole(std::size_t bytes) const { return bytes + kept + page_bytes + place_; }
+
+    void* do_allocate(std::size_t bytes, std::size_t) override {
+        auto* block = static_cast<std::byte*>(upstream_->allocate(whole(bytes)));
+        const auto start = reinterpret_cast<std::uintptr_t>(block) + kept;
+        auto* placed = block + (kept + (page_bytes - start % page_bytes) % page_bytes + place_);
+        std::memcpy(placed - kept, &block, kept);
+        return placed;
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t) override {
+        std::byte* block = nullptr;
+        std::memcpy(&block, static_cast<std::byte*>(p) - kept, kept);
+        upstream_->deallocate(block, whole(bytes));
+    }
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+
+    std::size_t place_;
+    std::pmr::memory_resource* upstream_;
+};
+
+// The two resources of --misalign, kept alive by every set that uses them.
+struct placed_pair {
+    placed_pair(std::size_t recv_place, std::pmr::memory_resource* upstream)
+        : send(0, upstream), recv(recv_place, upstream) {}
+    placed_resource send;
+    placed_resource recv;
+};
+
+} // namespace
+
 std::vector<buffer_set> make_pool(const settings& s, const layout& l,
                                   std::pmr::memory_resource* memory) {
     const std::size_t set_bytes = std::max<std::size_t>(1, (l.send + l.recv) * sizeof(element));
@@ -328,9 +384,15 @@ std::vector<buffer_set> make_pool(const settings& s, const layout& l,
     const std::size_t sets = std::min(static_cast<std::size_t>(s.buffers), fit);
     std::vector<buffer_set> pool;
     pool.reserve(sets);
+    const auto placement =
+        s.misalign ? std::make_shared<placed_pair>(*s.misalign, memory) : nullptr;
     for (std::size_t i = 0; i < sets; ++i) {
-        pool.push_back(
-            {std::pmr::vector<element>(l.send, memory), std::pmr::vector<element>(l.recv, memory)});
+        if (placement)
+            pool.push_back({placement, std::pmr::vector<element>(l.send, &placement->send),
+                            std::pmr::vector<element>(l.recv, &placement->recv)});
+        else
+            pool.push_back({nullptr, std::pmr::vector<element>(l.send, memory),
+                            std::pmr::vector<element>(l.recv, memory)});
         fill(l, pool.back());
     }
     return pool;

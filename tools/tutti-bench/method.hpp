@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <memory_resource>
 #include <optional>
 #include <span>
@@ -74,6 +75,13 @@ struct settings {
     // modified in the writer's cache, not shared with the reader from the
     // call before.
     bool rewrite = false;
+    // Where in a page the buffers start (--misalign): unset, where the
+    // allocator puts them; set, every send buffer at a page's start and every
+    // receive buffer this many bytes into one, so each single copy between
+    // them lands that far past its source's place in a page (two heap
+    // buffers allocated one after the other sit 16 bytes apart so, and some
+    // kernels copy such a pair several times slower: docs/benchmarks.md).
+    std::optional<std::size_t> misalign;
     // The pool of buffer sets is cut so it stays below this many bytes.
     std::size_t pool_limit = 1024 * mib;
     bool validate = false;
@@ -165,6 +173,8 @@ int iterations_within_limit(const settings& s, int iterations, double warmup_mea
 // ordinary heap, or (tutti-bench --memory shared) memory the other ranks of
 // the node can map.
 struct buffer_set {
+    // What places the buffers under --misalign; first, so it outlives them.
+    std::shared_ptr<const void> placed;
     std::pmr::vector<element> send;
     std::pmr::vector<element> recv;
 };

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "method.hpp"
@@ -218,4 +220,42 @@ TEST_CASE("the pool cycles, and --rewrite writes a set again before its call") {
         CHECK(next == 3);
         CHECK((pool[0].send.front() == filled.front()) == rewrite);
     }
+}
+
+TEST_CASE("--misalign places send buffers at a page's start and receive buffers so far into one") {
+    const auto l = layout_for(collective::all_to_all, 64 * 1024, 2, 0, 0);
+    const auto place = [](const std::pmr::vector<element>& v) {
+        return reinterpret_cast<std::uintptr_t>(v.data()) % 4096;
+    };
+    for (std::size_t misalign : {0u, 16u, 4088u}) {
+        CAPTURE(misalign);
+        settings s;
+        s.buffers = 3;
+        s.misalign = misalign;
+        const auto pool = make_pool(s, l);
+        REQUIRE(pool.size() == 3);
+        for (const auto& set : pool) {
+            CHECK(place(set.send) == 0);
+            CHECK(place(set.recv) == misalign);
+            CHECK(check(l, set).empty() == false); // filled: the result is not there yet
+        }
+    }
+
+    const auto parse = [](std::vector<std::string> args) {
+        CLI::App app;
+        settings s;
+        add_options(app, s);
+        args.insert(args.begin(), "tutti-bench");
+        std::vector<const char*> argv;
+        for (const auto& a : args)
+            argv.push_back(a.c_str());
+        app.parse(static_cast<int>(argv.size()), argv.data());
+        return s.misalign;
+    };
+    CHECK(parse({}) == std::nullopt);
+    CHECK(parse({"--misalign", "16"}) == 16u);
+    CHECK_THROWS_WITH_AS(parse({"--misalign", "12"}),
+                         "--misalign 12: not a multiple of 8 bytes (an element)",
+                         CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--misalign", "4096"}), CLI::ValidationError);
 }
