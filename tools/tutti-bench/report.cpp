@@ -87,12 +87,15 @@ void report::begin() {
     write_csv();
     if (!settings_.json.empty()) write_file(settings_.json, "");
     fmt::print(
-        "# {}: {}{}{} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
+        "# {}: {}{}{}{} over {}, {} ranks ({}); latency in µs: per-rank mean over the timed "
         "calls,\n# average/min/max over ranks; algbw = bytes / max; iter = the slowest rank's wall "
         "time per\n# timed iteration (the benchmark's barrier, the call, the loop)\n",
         info_.tool, info_.implementation,
         info_.form.empty() ? "" : fmt::format(", {} form", info_.form),
         settings_.op == reduction::sum ? "" : ", reductions composing affine maps (--op compose)",
+        settings_.misalign ? fmt::format(", receive buffers {} bytes into a page (--misalign)",
+                                         *settings_.misalign)
+                           : "",
         info_.transport, info_.ranks, info_.launch);
     fmt::print("{:<15}{:<22}{:>10}{:>7}{:>12}{:>12}{:>12}{:>10}{:>10}{:>7}\n", "collective",
                "algorithm", "bytes", "iters", "avg_us", "min_us", "max_us", "GB/s", "iter_us",
@@ -142,7 +145,10 @@ void report::finish() {
                            {"pool_limit_bytes", settings_.pool_limit},
                            {"validate", settings_.validate},
                            {"root", settings_.root},
-                           {"op", settings_.given.op}};
+                           {"op", settings_.given.op},
+                           // null: the buffers where the allocator put them
+                           {"misalign", settings_.misalign ? nlohmann::json(*settings_.misalign)
+                                                           : nlohmann::json()}};
         doc["results"] = nlohmann::json::array();
         for (const auto& r : rows_)
             doc["results"].push_back(to_json(r));

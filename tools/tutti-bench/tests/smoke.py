@@ -150,6 +150,23 @@ def main():
             if row["valid"] != "yes":
                 fail(f"--op compose: row {row}")
 
+        # Receive buffers 16 bytes into a page, send buffers at a page's
+        # start (--misalign): every result still checked, the run saying so.
+        misalign_json = os.path.join(tmp, "misalign.json")
+        done = run([args.tuttirun, "-n", "2", "--timeout", "60", args.bench,
+                    "gather,scatter,all_gather,all_to_all,broadcast", "-m", "8,64K,1M",
+                    "--misalign", "16", "--validate", "-i", "20", "--min-iterations", "2",
+                    "-w", "2", "--json", misalign_json, "-q"], timeout=90)
+        if "receive buffers 16 bytes into a page (--misalign)" not in done.stdout:
+            fail(f"--misalign: the table's head does not say so:\n{done.stdout[:400]}")
+        with open(misalign_json) as f:
+            placed = json.load(f)
+        if placed["settings"].get("misalign") != 16 or len(placed["results"]) != 15:
+            fail(f"--misalign: JSON settings {placed['settings']}, {len(placed['results'])} rows")
+        for row in placed["results"]:
+            if row["valid"] != "yes":
+                fail(f"--misalign: row {row}")
+
         # A form it does not know is a usage error naming the option.
         wrong = subprocess.run([args.bench, "--form", "blockin", "barrier"], capture_output=True,
                                text=True, timeout=30)
