@@ -157,6 +157,14 @@ std::byte pattern(std::uint64_t message, std::uint64_t i) {
     return static_cast<std::byte>((message * 131 + i * 7 + (i >> 13)) & 0xff);
 }
 
+// `bytes` of `storage` that start `place` bytes into a page; storage holds
+// two pages more than the bytes (misaligned copies are tested with these).
+std::span<std::byte> placed_in_page(std::vector<std::byte>& storage, std::size_t place,
+                                    std::size_t bytes) {
+    const auto start = reinterpret_cast<std::uintptr_t>(storage.data());
+    return {storage.data() + (4096 - start % 4096) % 4096 + place, bytes};
+}
+
 // pattern(message, i) repeats every 2 MiB: i * 7 and i >> 13 both move by a
 // multiple of 256 when i does by 2^21. The messages of 64 MiB are filled and
 // checked a period at a time with memcpy and memcmp: byte by byte they took
@@ -1072,10 +1080,7 @@ int broadcast_until_helped(shm::transport& t, asio::io_context& io, communicator
                            int max_rounds, std::size_t receiver_past = 0) {
     constexpr std::size_t bytes = 4u << 20;
     std::vector<std::byte> storage(bytes + 2 * 4096);
-    auto* page_start =
-        storage.data() + (4096 - reinterpret_cast<std::uintptr_t>(storage.data()) % 4096) % 4096;
-    const std::span<std::byte> plain(page_start + 16 + (comm.rank() == 1 ? receiver_past : 0),
-                                     bytes);
+    const auto plain = placed_in_page(storage, 16 + (comm.rank() == 1 ? receiver_past : 0), bytes);
     shared_vector<std::byte> shared(bytes);
     int round = 0;
     std::uint64_t helped_before = t.counters().chunks_helped;
@@ -1131,9 +1136,9 @@ TEST_CASE("shm: a large single-copy message is copied by its receiver and its se
 TEST_CASE("shm: a sender's help into a buffer just past its own place in a page is bounced, and "
           "arrives whole") {
     // Rank 1's private buffer sits 16 bytes past rank 0's place in a page,
-    // where process_vm_writev may crawl as the reads do. Bounced, every
-    // chunk the root helps with from it goes through the bounce buffer;
-    // direct, none.
+    // where process_vm_writev may crawl as the reads do. Bounced, the
+    // chunks the root helps with into it go through the bounce buffer;
+    // direct, none do.
     using misaligned = shm::options::misaligned_reads;
     for (const auto mode : {misaligned::bounced, misaligned::direct}) {
         CAPTURE(static_cast<int>(mode));
@@ -1190,9 +1195,8 @@ TEST_CASE("shm: a single-copy read whose destination sits just past its source's
             for (std::size_t m = 0; m < 2 * sizes.size(); ++m) {
                 const std::size_t bytes = sizes[m / 2];
                 storage.emplace_back(bytes + 2 * 4096);
-                auto* base = storage.back().data();
-                base += (4096 - reinterpret_cast<std::uintptr_t>(base) % 4096) % 4096;
-                buffers.emplace_back(base + (me == 1 ? 16 : offsets[m % 2]), bytes);
+                buffers.push_back(
+                    placed_in_page(storage.back(), me == 1 ? 16 : offsets[m % 2], bytes));
                 if (me == 1) fill_pattern(buffers.back(), m);
             }
             const auto before = t->counters();
