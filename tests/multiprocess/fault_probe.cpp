@@ -14,10 +14,17 @@
 // fault-probe --leaves V: the others first split off a communicator without
 // V; V leaves as above, and the others must carry on among themselves (a
 // peer closing in order is no loss), checking every sum.
+//
+// FAULT_REPORTS names a folder of the job's own (fault_test.cpp makes one
+// per job): each survivor puts a file there once it has its answer, and the
+// ranks that must stay alive for the others wait for those files instead of
+// sleeping a fixed while.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,12 +35,39 @@ namespace {
 
 struct leaving {}; // thrown by the rank that leaves in order
 
+void report_answer(int rank) {
+    if (const char* folder = std::getenv("FAULT_REPORTS"))
+        std::ofstream(std::filesystem::path(folder) / std::to_string(rank)) << "answered\n";
+}
+
+// Stays alive until `survivors` ranks have reported their answers: one that
+// went sooner would be a loss of its own to a survivor still waiting, which
+// might name it instead of the victim. At most 30 s (the answers come within
+// milliseconds; a survivor that never answers fails the test anyway);
+// without FAULT_REPORTS, a fixed 2 s.
+void stay_until_answered(int survivors) {
+    const char* folder = std::getenv("FAULT_REPORTS");
+    if (folder == nullptr) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        return;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto answered = [&] {
+        const std::filesystem::directory_iterator files(folder);
+        return std::distance(begin(files), end(files));
+    };
+    while (answered() < survivors && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 // --closes and --leaves: 0 when the survivors saw what they should.
 int leave_in_order(int leaver, bool others_carry_on) {
     int rank = -1;
+    int size = 0;
     try {
         tutti::job job;
         rank = job.rank();
+        size = job.size();
         auto world = job.world();
         auto others = tutti::wait(world, world.split(rank == leaver ? 1 : 0));
         tutti::wait(world, tutti::barrier(world));
@@ -56,6 +90,7 @@ int leave_in_order(int leaver, bool others_carry_on) {
             }
             std::printf("rank %d: carried on without rank %d\n", rank, leaver);
             std::fflush(stdout);
+            report_answer(rank);
             return 0; // the job's last barrier fails on the leaver, quietly
         }
         std::vector<std::int64_t> data(1 << 16, rank);
@@ -64,12 +99,13 @@ int leave_in_order(int leaver, bool others_carry_on) {
         return 1;
     } catch (const leaving&) {
         // Closed in order; alive, so the others see the close, not an exit.
-        std::this_thread::sleep_for(std::chrono::seconds(2));
+        stay_until_answered(size - 1);
         return 0;
     } catch (const tutti::error& e) {
         std::printf("rank %d: %s: %s\n", rank, std::string(tutti::to_string(e.code())).c_str(),
                     e.what());
         std::fflush(stdout);
+        report_answer(rank);
         const bool named =
             std::string(e.what()).find("rank " + std::to_string(leaver)) != std::string::npos;
         return !others_carry_on && e.code() == tutti::errc::peer_lost && named ? 0 : 1;
@@ -101,9 +137,9 @@ int main(int argc, char** argv) {
         std::printf("rank %d: %s: %s\n", job.rank(),
                     std::string(tutti::to_string(e.code())).c_str(), e.what());
         std::fflush(stdout);
-        // Stay a moment, so the other survivors see the victim's loss rather
-        // than ours.
-        std::this_thread::sleep_for(std::chrono::seconds(2));
+        report_answer(job.rank());
+        // So the other survivors see the victim's loss rather than ours.
+        stay_until_answered(job.size() - 1);
         const bool named =
             std::string(e.what()).find("rank " + std::to_string(victim)) != std::string::npos;
         std::_Exit(e.code() == tutti::errc::peer_lost && named ? 0 : 1);

@@ -19,15 +19,21 @@ struct finished {
     std::string output;
 };
 
+// Runs a job of fault-probe with a folder of its own for the survivors'
+// answers (FAULT_REPORTS, see fault_probe.cpp), removed after.
 finished run(const std::string& command) {
+    char folder[] = "/tmp/tutti-fault-XXXXXX";
+    REQUIRE(mkdtemp(folder) != nullptr);
     finished f;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    FILE* pipe =
+        popen(("FAULT_REPORTS=" + std::string(folder) + " " + command + " 2>&1").c_str(), "r");
     REQUIRE(pipe != nullptr);
     char buffer[4096];
     while (std::fgets(buffer, sizeof buffer, pipe))
         f.output += buffer;
     const int raw = pclose(pipe);
     f.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    std::filesystem::remove_all(folder);
     return f;
 }
 
