@@ -132,8 +132,7 @@ class runner:
             return command + self.openmpi_hosts(ranks, oversubscribed, env)
         if oversubscribed:
             command.append("--oversubscribe")
-        if self.args.bind != "default":
-            command += ["--bind-to", self.args.bind]
+        command += self.openmpi_binding(oversubscribed)
         if self.transport == "tcp":
             command += ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
                         "--mca", "btl_tcp_if_include", self.interface]
@@ -163,9 +162,16 @@ class runner:
             # What --oversubscribe sets on one host; the daemons of the hosts
             # do not know that the hosts share two cores.
             options += ["--mca", "mpi_yield_when_idle", "1"]
-        if self.args.bind != "default":
-            options += ["--bind-to", self.args.bind]
-        return options
+        return options + self.openmpi_binding(oversubscribed)
+
+    def openmpi_binding(self, oversubscribed):
+        """--bind-to for mpirun. Two ranks to a core, as tuttirun --bind core
+        places them, mpirun refuses unless told that it may."""
+        if self.args.bind == "default":
+            return []
+        if self.args.bind == "core" and oversubscribed:
+            return ["--bind-to", "core:overload-allowed"]
+        return ["--bind-to", self.args.bind]
 
     def command_for(self, impl, ranks, program_args, env):
         if impl in TUTTIS:
