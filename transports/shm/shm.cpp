@@ -661,6 +661,25 @@ private:
         return *reinterpret_cast<std::uint64_t*>(ring);
     }
     std::size_t payload_capacity() const { return geo_.cell_bytes - sizeof(cell_header); }
+    // Whether a private buffer's message of cells_from_ bytes or more goes
+    // through the cells (the slow-copy rule), not by single copy. With a
+    // core for each rank, always. Where ranks share cores, only while it
+    // fits in its ring: a longer one keeps its sender waiting for the
+    // receiver's drains, each a turn of a shared core. With more than two
+    // ranks to a core, not an exchange's (a receive of the call from dest is
+    // posted) either. Measured on the Zen 3 VM against single copy at every
+    // size (docs/performance.md, fifty-eighth session): 4 ranks, the 256
+    // KiB-1 MiB all_to_all, all_gather, broadcast and scan 0.48-0.78 of the
+    // time in the cells, the 4 MiB all_to_all and reduce_scatter 1.42 and
+    // 1.34, the 16 MiB scatter 1.41; 8 ranks, the 1 MiB all_gather and
+    // all_to_all 1.39 and 1.31, the 64-256 KiB broadcast and 1 MiB scatter
+    // 0.38-0.64.
+    bool in_cells_by_the_rule(int dest, const message_header& header, std::size_t bytes) const {
+        if (!cores_shared_) return true;
+        if (bytes > geo_.depth * payload_capacity()) return false;
+        return ranks_per_core_ <= 2 ||
+               !mailbox_.expects({header.key.communicator, header.key.generation, dest});
+    }
     share_slot& slot(int sender, int receiver, std::size_t i) const {
         return *reinterpret_cast<share_slot*>(
             base() + geo_.shares_offset() +
@@ -687,6 +706,7 @@ private:
         return std::min<std::size_t>(copy_probe_bytes, geo_.depth * geo_.cell_bytes);
     }
     std::uint32_t measure_readv_percent(int peer);
+    std::uint32_t measure_own_readv_percent() const;
     void answer_copy_probe();
     // Throws errc::invalid_argument for a rank outside the world (inline:
     // every send checks).
@@ -862,10 +882,12 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
                                  : std::string());
     }
     // Known only now that the ranks agreed on readv_percent.
-    cells_over_readv_ = share_copies_ && opts_.cells_readv_percent &&
+    cells_over_readv_ = (share_copies_ || cores_shared_) && opts_.cells_readv_percent &&
                         readv_percent_ > opts_.cells_readv_percent &&
                         opts_.cell_stores != options::stores::cached;
-    if (cells_over_readv_ && !between_steps_given)
+    // (Where ranks share cores, cells_from_ below keeps them in the cells
+    // as in_cells_by_the_rule says, which this would not let go.)
+    if (cells_over_readv_ && !cores_shared_ && !between_steps_given)
         opts_.cma_threshold_exchange_between_steps = std::numeric_limits<std::size_t>::max();
     // Where process_vm_readv is measured no slower than the rule allows, an
     // exchange between steps is one copy each instead of the cells' two, as
@@ -1157,6 +1179,8 @@ void endpoint::agree_link_figures(bootstrap& boot) {
         std::atomic_ref(block(0).copy_probe).store(copy_probe_done, std::memory_order_release);
     } else if (measure) {
         answer_copy_probe();
+    } else if (cores_shared_ && rank_ == 0 && !opts_.readv_percent && opts_.use_cma) {
+        readv = measure_own_readv_percent();
     }
     blob_writer figure;
     figure.put<std::uint32_t>(line.ns);
@@ -1358,6 +1382,61 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
     return percent;
 }
 
+// The copy probe where ranks share cores, which measure_readv_percent's
+// timing against a peer cannot be (a round would time the scheduler): rank 0
+// alone, in its own memory, takes both stages of the cells as that probe
+// does (streaming stores into a cell's worth of bytes, the copy out of them
+// from memory) and process_vm_readv of freshly written bytes of its own, the
+// median of each over the same rounds. No peer, so a preemption only slows a
+// round, which the median leaves out. Its own bytes sit in its own cache
+// where the probe's peer's sat in the peer's, so it reads below that probe
+// if anything: on the Zen 3 VM of the fifty-eighth session (docs/
+// performance.md) 168-184 % where the peer probe read 215-219 %.
+std::uint32_t endpoint::measure_own_readv_percent() const {
+    constexpr int rounds = 24, warm_rounds = 8;
+    const std::size_t cell_bytes = copy_probe_cell_bytes();
+    std::vector<std::byte> source(copy_probe_bytes, std::byte{1}), into(copy_probe_bytes),
+        cells(cell_bytes, std::byte{1});
+    std::vector<double> readv_ns, load_ns, store_ns;
+    const auto timed = [](auto&& copy) {
+        const auto start = std::chrono::steady_clock::now();
+        copy();
+        return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+    };
+    const auto address = reinterpret_cast<std::uint64_t>(source.data());
+    for (int k = 0; k < rounds; ++k) {
+        std::memset(source.data(), k, source.size());
+        int failed = 0;
+        const double readv = timed([&] { failed = cma_copy(getpid(), into, address); });
+        if (failed != 0) {
+            debug("rank 0 cannot read its own memory by process_vm_readv: {}; readv_percent "
+                  "unknown",
+                  errno_text(failed));
+            return 0;
+        }
+        const double store =
+            timed([&] { copy_bytes_streaming(cells.data(), source.data(), cell_bytes); });
+        const double load = timed([&] { copy_bytes(into.data(), cells.data(), cell_bytes); });
+        if (k < warm_rounds) continue;
+        readv_ns.push_back(readv);
+        store_ns.push_back(store);
+        load_ns.push_back(load);
+    }
+    const double readv = median_of(readv_ns), store = median_of(store_ns),
+                 load = median_of(load_ns);
+    const double cells_per_byte = std::max({load, store, 1.0}) / static_cast<double>(cell_bytes);
+    const double readv_per_byte = readv / static_cast<double>(copy_probe_bytes);
+    const auto percent = static_cast<std::uint32_t>(
+        std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
+    debug("copy probe of rank 0's own memory (its ranks share cores): process_vm_readv {:.0f} ns "
+          "for {} bytes; the cells {:.0f} ns to store and {:.0f} ns to copy out for {} bytes "
+          "(medians of {} rounds): {} %",
+          readv, copy_probe_bytes, store, load, cell_bytes, rounds - warm_rounds, percent);
+    return percent;
+}
+
 // A rank other than 0, while rank 0 probes: answers the rounds addressed to
 // it (measure_readv_percent) until rank 0 says the probe is over. Bounded:
 // gives up if no round or end comes in time. Clears the cells it wrote, as
@@ -1538,7 +1617,8 @@ request endpoint::send(int dest, const message_header& header, std::span<const s
     if (data.size() >= mapped_from && map_to_[static_cast<std::size_t>(dest)])
         region = find_shared_region(data.data(), data.size());
     const bool cma =
-        !region && cma_to(dest) && data.size() >= cma_from && data.size() < cells_from_;
+        !region && cma_to(dest) && data.size() >= cma_from &&
+        (data.size() < cells_from_ || !in_cells_by_the_rule(dest, header, data.size()));
     if (!cma && !region && write_now(dest, header, data)) return completed_request();
     auto done = make_request();
     const std::size_t piece =

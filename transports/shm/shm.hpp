@@ -157,7 +157,12 @@ struct options {
     // straddled the rule made those runs bimodal.
     // Until the forty-first session the rule applied where a line took more
     // than 250 ns there and back (line_ns), the proxy it was found by. Not
-    // where ranks share cores, nor with cached cell stores. 0: off. Where it
+    // with cached cell stores. Where ranks share cores (since the
+    // fifty-eighth session) a receive combined at once still comes through
+    // the cells, but a private buffer's message only while it fits in its
+    // ring, and with more than two ranks to a core only a one-way one (the
+    // endpoint's in_cells_by_the_rule says why); exchanges between steps
+    // keep their thresholds. 0: off. Where it
     // applies, capabilities() says slow_single_copy, which the decision
     // trees branch on. TUTTI_SHM_CELLS_READV_PERCENT=N.
     std::uint32_t cells_readv_percent = 150;
@@ -259,8 +264,11 @@ struct options {
     // written, as a percentage of the time the cells take for it (the
     // slower of their two copies, which overlap: the owner's into its cells
     // with streaming stores, the reader's out of them). Empty: measured at
-    // setup where the ranks do not outnumber the cores, between rank 0 and
-    // the peer whose line took longest, 256 KiB (at most a ring's cells)
+    // setup (where the ranks outnumber the cores, by rank 0 alone in its own
+    // memory, the same copies and rounds: a round timed against a peer
+    // would time the scheduler; it reads below the peer probe, its bytes
+    // sitting in its own cache: 168-184 % against 215-219 on the Zen 3 VM),
+    // else between rank 0 and the peer whose line took longest, 256 KiB (at most a ring's cells)
     // 24 times, the median of each copy's last 16 counting (until the
     // fifty-first session the quickest of 8, which a lucky round moved
     // across cells_readv_percent in 2 of 55 setups on an Intel VM; the
