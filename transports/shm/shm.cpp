@@ -208,6 +208,18 @@ double median_of(std::vector<double> values) {
     return (*middle + *std::max_element(values.begin(), middle)) / 2;
 }
 
+// The copy probes' figure: process_vm_readv's time per byte (copy_probe_bytes
+// in readv_ns) as a percentage of the cells' (cell_bytes, the slower of their
+// two stages, which overlap).
+std::uint32_t readv_percent_of(double readv_ns, double store_ns, double load_ns,
+                               std::size_t cell_bytes) {
+    const double cells_per_byte =
+        std::max({load_ns, store_ns, 1.0}) / static_cast<double>(cell_bytes);
+    const double readv_per_byte = readv_ns / static_cast<double>(copy_probe_bytes);
+    return static_cast<std::uint32_t>(
+        std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
+}
+
 // Spins until `ready` or `limit` has passed, reading the clock now and then
 // (setup's probes, whose rounds take ~30-500 ns). No pause at first, as
 // benchmarks/line_bounce: one costs ~40 ns here, which a timed round would
@@ -1367,11 +1379,7 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
         if (k == 2 * rounds) {
             const double readv = median_of(readv_ns), load = median_of(load_ns),
                          store = median_of(store_ns);
-            const double cells_per_byte =
-                std::max({load, store, 1.0}) / static_cast<double>(cell_bytes);
-            const double readv_per_byte = readv / static_cast<double>(copy_probe_bytes);
-            percent = static_cast<std::uint32_t>(
-                std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
+            percent = readv_percent_of(readv, store, load, cell_bytes);
             debug("copy probe with rank {}: process_vm_readv {:.0f} ns for {} bytes; the cells "
                   "{:.0f} ns to store and {:.0f} ns to copy out for {} bytes (medians of {} "
                   "rounds): {} % ({:.0f} us in all)",
@@ -1426,10 +1434,7 @@ std::uint32_t endpoint::measure_own_readv_percent() const {
     }
     const double readv = median_of(readv_ns), store = median_of(store_ns),
                  load = median_of(load_ns);
-    const double cells_per_byte = std::max({load, store, 1.0}) / static_cast<double>(cell_bytes);
-    const double readv_per_byte = readv / static_cast<double>(copy_probe_bytes);
-    const auto percent = static_cast<std::uint32_t>(
-        std::clamp(100 * readv_per_byte / cells_per_byte + 0.5, 1.0, 1e9));
+    const auto percent = readv_percent_of(readv, store, load, cell_bytes);
     debug("copy probe of rank 0's own memory (its ranks share cores): process_vm_readv {:.0f} ns "
           "for {} bytes; the cells {:.0f} ns to store and {:.0f} ns to copy out for {} bytes "
           "(medians of {} rounds): {} %",
