@@ -681,7 +681,7 @@ private:
     // ranks to a core, not an exchange's (a receive of the call from dest is
     // posted) either. Measured on the Zen 3 VM against single copy at every
     // size (docs/performance.md, fifty-eighth session): 4 ranks, the 256
-    // KiB-1 MiB all_to_all, all_gather, broadcast and scan 0.48-0.78 of the
+    // KiB-1 MiB all_to_all, all_gather, broadcast and scan 0.48-0.66 of the
     // time in the cells, the 4 MiB all_to_all and reduce_scatter 1.42 and
     // 1.34, the 16 MiB scatter 1.41; 8 ranks, the 1 MiB all_gather and
     // all_to_all 1.39 and 1.31, the 64-256 KiB broadcast and 1 MiB scatter
@@ -1399,7 +1399,7 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
 // round, which the median leaves out. Its own bytes sit in its own cache
 // where the probe's peer's sat in the peer's, so it reads below that probe
 // if anything: on the Zen 3 VM of the fifty-eighth session (docs/
-// performance.md) 168-184 % where the peer probe read 215-219 %.
+// performance.md) 168-190 % where the peer probe read 202-219 %.
 std::uint32_t endpoint::measure_own_readv_percent() const {
     constexpr int rounds = 24, warm_rounds = 8;
     const std::size_t cell_bytes = copy_probe_cell_bytes();

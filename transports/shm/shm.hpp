@@ -267,7 +267,7 @@ struct options {
     // setup (where the ranks outnumber the cores, by rank 0 alone in its own
     // memory, the same copies and rounds: a round timed against a peer
     // would time the scheduler; it reads below the peer probe, its bytes
-    // sitting in its own cache: 168-184 % against 215-219 on the Zen 3 VM),
+    // sitting in its own cache: 168-190 % against 202-219 on the Zen 3 VM),
     // else between rank 0 and the peer whose line took longest, 256 KiB (at most a ring's cells)
     // 24 times, the median of each copy's last 16 counting (until the
     // fifty-first session the quickest of 8, which a lucky round moved
