@@ -208,6 +208,13 @@ double median_of(std::vector<double> values) {
     return (*middle + *std::max_element(values.begin(), middle)) / 2;
 }
 
+// A probe's elapsed time since `start`, in nanoseconds.
+double nanoseconds_since(std::chrono::steady_clock::time_point start) {
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count());
+}
+
 // The copy probes' figure: process_vm_readv's time per byte (copy_probe_bytes
 // in readv_ns) as a percentage of the cells' (cell_bytes, the slower of their
 // two stages, which overlap).
@@ -543,6 +550,11 @@ public:
                                   opts_.cma_threshold_exchange));
     }
     bool try_send(int dest, const message_header& header, std::span<const std::byte> data) override;
+    // Whether a send to dest is part of an exchange: a receive of the same
+    // call from dest is posted and waits.
+    bool exchanging_with(int dest, const message_header& header) const {
+        return mailbox_.expects({header.key.communicator, header.key.generation, dest});
+    }
     // The single-copy threshold for a send of `bytes` to dest: `in_exchange`
     // if it is part of an exchange (with a core each, a receive of the same
     // call from dest is posted), else `otherwise`. The mailbox is asked only
@@ -552,9 +564,7 @@ public:
                               std::size_t otherwise, std::size_t in_exchange) const {
         const bool decides = share_copies_ && bytes >= std::min(otherwise, in_exchange) &&
                              bytes < std::max(otherwise, in_exchange);
-        return decides && mailbox_.expects({header.key.communicator, header.key.generation, dest})
-                   ? in_exchange
-                   : otherwise;
+        return decides && exchanging_with(dest, header) ? in_exchange : otherwise;
     }
     request irecv(const message_header& expected, std::span<std::byte> into) override {
         return post_receive(expected, into, false, false);
@@ -689,8 +699,7 @@ private:
     bool in_cells_by_the_rule(int dest, const message_header& header, std::size_t bytes) const {
         if (!cores_shared_) return true;
         if (bytes > geo_.depth * payload_capacity()) return false;
-        return ranks_per_core_ <= 2 ||
-               !mailbox_.expects({header.key.communicator, header.key.generation, dest});
+        return ranks_per_core_ <= 2 || !exchanging_with(dest, header);
     }
     share_slot& slot(int sender, int receiver, std::size_t i) const {
         return *reinterpret_cast<share_slot*>(
@@ -1343,10 +1352,6 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
     std::vector<double> readv_ns, load_ns, store_ns;
     std::uint32_t percent = 0;
     const auto began = clock::now();
-    const auto ns_since = [](clock::time_point start) {
-        return static_cast<double>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
-    };
     for (std::uint64_t k = 1; k <= 2 * rounds; ++k) {
         std::atomic_ref(block(0).copy_probe)
             .store(static_cast<std::uint64_t>(peer) << 32 | k, std::memory_order_release);
@@ -1368,11 +1373,11 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
                       peer, errno_text(e));
                 break;
             }
-            if (counted) readv_ns.push_back(ns_since(start));
+            if (counted) readv_ns.push_back(nanoseconds_since(start));
         } else {
             copy_bytes(into.data(), cells, cell_bytes);
             if (counted) {
-                load_ns.push_back(ns_since(start));
+                load_ns.push_back(nanoseconds_since(start));
                 store_ns.push_back(static_cast<double>(theirs.copy_probe_store_ns));
             }
         }
@@ -1384,7 +1389,7 @@ std::uint32_t endpoint::measure_readv_percent(int peer) {
                   "{:.0f} ns to store and {:.0f} ns to copy out for {} bytes (medians of {} "
                   "rounds): {} % ({:.0f} us in all)",
                   peer, readv, copy_probe_bytes, store, load, cell_bytes, rounds - warm_rounds,
-                  percent, ns_since(began) / 1000);
+                  percent, nanoseconds_since(began) / 1000);
         }
     }
     return percent;
@@ -1409,9 +1414,7 @@ std::uint32_t endpoint::measure_own_readv_percent() const {
     const auto timed = [](auto&& copy) {
         const auto start = std::chrono::steady_clock::now();
         copy();
-        return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count());
+        return nanoseconds_since(start);
     };
     const auto address = reinterpret_cast<std::uint64_t>(source.data());
     for (int k = 0; k < rounds; ++k) {
@@ -1589,9 +1592,7 @@ std::size_t endpoint::piece_for(int dest, const message_header& header, std::siz
     const std::size_t whole = payload_capacity();
     if (!pipeline_cells_ || bytes <= whole || bytes > 4 * whole || opts_.pipeline_piece >= whole)
         return whole;
-    return mailbox_.expects({header.key.communicator, header.key.generation, dest})
-               ? whole
-               : opts_.pipeline_piece;
+    return exchanging_with(dest, header) ? whole : opts_.pipeline_piece;
 }
 
 // isend, with messages of cma_from bytes or more read by single copy.
