@@ -45,6 +45,22 @@ struct algorithm_choice {
     algorithm_choice(std::string n) : name(std::move(n)) {}
     algorithm_choice(std::string_view n) : name(n) {}
     algorithm_choice(const char* n) : name(n) {}
+
+    // Every call moves its options, and its name is nearly always empty:
+    // libstdc++ moves even an empty short string by a call to memcpy.
+    algorithm_choice(algorithm_choice&& other) noexcept
+        : on_fail(other.on_fail), sub_call(other.sub_call) {
+        if (!other.name.empty()) name = std::move(other.name);
+    }
+    algorithm_choice& operator=(algorithm_choice&& other) noexcept {
+        if (!other.name.empty() || !name.empty()) name = std::move(other.name);
+        on_fail = other.on_fail;
+        sub_call = other.sub_call;
+        return *this;
+    }
+    algorithm_choice(const algorithm_choice&) = default;
+    algorithm_choice& operator=(const algorithm_choice&) = default;
+    ~algorithm_choice() = default;
 };
 
 struct call_options {
@@ -213,7 +229,9 @@ private:
 template <class Args, class Prepare>
 class [[nodiscard]] single_phase_call {
 public:
-    single_phase_call(call_communicator comm, call_options options, Prepare prepare)
+    // By reference: the front end's communicator and options are moved once,
+    // into this object (each move is a handful of instructions per call).
+    single_phase_call(call_communicator&& comm, call_options&& options, Prepare prepare)
         : comm_(std::move(comm)), options_(std::move(options)), prepare_(std::move(prepare)) {}
     // Moved only before it is awaited (into its task<void>, say): the running
     // algorithm refers to the arguments and context inside.
@@ -271,8 +289,8 @@ private:
 };
 
 template <class Args, class Prepare>
-single_phase_call<Args, Prepare> make_single_phase_call(call_communicator comm,
-                                                        call_options options, Prepare prepare) {
+single_phase_call<Args, Prepare> make_single_phase_call(call_communicator&& comm,
+                                                        call_options&& options, Prepare prepare) {
     return {std::move(comm), std::move(options), std::move(prepare)};
 }
 

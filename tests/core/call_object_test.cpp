@@ -171,3 +171,48 @@ TEST_CASE("call object: converted to a task it keeps a copy of the named communi
         CHECK(v == std::vector<int>(4, 10 + 11));
     });
 }
+
+TEST_CASE("call object: an algorithm's name survives every move of the call's options") {
+    // Options are moved into the call, and a call converted to a task is
+    // moved again; an empty name is moved without copying its characters
+    // (algorithm_choice's own move), a set one must arrive whole.
+    algorithm_choice named("no_such_barrier");
+    algorithm_choice moved(std::move(named));
+    CHECK(moved.name == "no_such_barrier");
+    algorithm_choice unnamed;
+    unnamed.on_fail = fallback_mode::silent;
+    unnamed.sub_call = true;
+    algorithm_choice assigned("ring");
+    assigned = std::move(unnamed);
+    CHECK(assigned.name.empty());
+    CHECK(assigned.on_fail == fallback_mode::silent);
+    CHECK(assigned.sub_call);
+    assigned = std::move(moved);
+    CHECK(assigned.name == "no_such_barrier");
+    CHECK_FALSE(assigned.sub_call);
+
+    inproc::run(2, [](communicator comm) -> task<void> {
+        // Each way in must reach selection with the name, which refuses it.
+        auto refused = [](task<void> call) -> task<std::string> {
+            try {
+                co_await std::move(call);
+            } catch (const tutti::error& e) {
+                CHECK(e.code() == errc::unknown_algorithm);
+                co_return std::string(e.what());
+            }
+            co_return std::string("ran");
+        };
+        call_options given;
+        given.algorithm = algorithm_choice("no_such_barrier");
+        std::vector<task<void>> calls;
+        calls.push_back(barrier(comm, use("no_such_barrier")));
+        calls.push_back(barrier(comm, given));
+        calls.push_back(barrier(comm, call_options(given)));
+        for (auto& call : calls) {
+            const auto message = co_await refused(std::move(call));
+            CHECK(message.find("no_such_barrier") != std::string::npos);
+        }
+        CHECK(given.algorithm.name == "no_such_barrier"); // passed by reference: copied, kept
+        co_await barrier(comm);
+    });
+}
