@@ -204,7 +204,7 @@ const algorithm<Args>& choose_phase(const call_context& call, call_signature sha
                                     .on_fail = choice.on_fail,
                                     .sub_call = choice.sub_call || call.kind() != Args::kind};
     const bool named = !choice.name.empty() && choice.name != "auto";
-    const bool single_copy = comm.transport().capabilities().single_copy;
+    const bool single_copy = comm.transport().single_copy_now();
     const auto key = choice_key_of(shape, single_copy, request, named);
     const auto token = selection_token();
     if (token)

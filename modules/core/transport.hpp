@@ -86,6 +86,10 @@ public:
     virtual int size() const noexcept = 0; // ranks in the world
     virtual asio::io_context& context() noexcept = 0;
     virtual transport_capabilities capabilities() const noexcept = 0;
+    // capabilities().single_copy alone. Every call asks it (the remembered
+    // choice of algorithm depends on it), and a transport whose whole
+    // capabilities take some building answers it more cheaply.
+    virtual bool single_copy_now() const noexcept { return capabilities().single_copy; }
 
     // Sends header.bytes bytes of data to world rank dest. The data must stay
     // valid until the request completes; the transport reads it in place.

@@ -20,8 +20,9 @@ public:
     int rank() const noexcept override { return rank_; }
     int size() const noexcept override { return world_->size(); }
     asio::io_context& context() noexcept override { return context_; }
+    bool single_copy_now() const noexcept override { return true; }
     transport_capabilities capabilities() const noexcept override {
-        return {.single_copy = true,
+        return {.single_copy = single_copy_now(),
                 .remote_memory_access = false,
                 .latency_us = 0.1,
                 .bandwidth_gb_per_s = 20.0};

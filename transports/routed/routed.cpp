@@ -312,9 +312,10 @@ public:
     asio::io_context& context() noexcept override { return context_; }
 
     // What selection should plan for: the slowest route.
+    bool single_copy_now() const noexcept override { return false; }
     transport_capabilities capabilities() const noexcept override {
         auto c = tcp_->capabilities();
-        c.single_copy = false;
+        c.single_copy = single_copy_now();
         c.remote_memory_access = false;
         c.one_thread = c.one_thread && (!shm_ || shm_->capabilities().one_thread);
         c.segment_bytes = 0; // pieces differ by route

@@ -521,9 +521,10 @@ public:
     int rank() const noexcept override { return rank_; }
     int size() const noexcept override { return size_; }
     asio::io_context& context() noexcept override { return context_; }
+    bool single_copy_now() const noexcept override { return cma_to_any_ && opts_.use_cma; }
     transport_capabilities capabilities() const noexcept override {
         const bool single = cma_to_any_;
-        return {.single_copy = single && opts_.use_cma,
+        return {.single_copy = single_copy_now(),
                 .remote_memory_access = false,
                 .latency_us = 0.3,
                 .bandwidth_gb_per_s = single ? 10.0 : 8.0,

@@ -1179,8 +1179,9 @@ public:
     int rank() const noexcept override { return core_->rank(); }
     int size() const noexcept override { return core_->size(); }
     asio::io_context& context() noexcept override { return core_->context(); }
+    bool single_copy_now() const noexcept override { return false; }
     transport_capabilities capabilities() const noexcept override {
-        return {.single_copy = false,
+        return {.single_copy = single_copy_now(),
                 .remote_memory_access = false,
                 .latency_us = 15,
                 .bandwidth_gb_per_s = 3,

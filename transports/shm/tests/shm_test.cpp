@@ -637,6 +637,8 @@ TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces 
         opts.pipeline_piece = 4096;
         opts.use_cma = false; // every message through the cells
         auto t = shm::create_transport(boot, io, opts);
+        expect(!t->single_copy_now() && !t->capabilities().single_copy,
+               "rank {}: single copy offered with process_vm_readv turned off", boot.rank());
         const bool core_each = !ranks_outnumber_cores(2);
         const std::size_t cell = t->cell_bytes() - 64;
         // One cell; 40000 bytes: 3 cells, or 10 pieces; more than four cells.
@@ -811,6 +813,9 @@ TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores, 
             auto t = shm::create_transport(boot, io, opts);
             // Selection sees both figures through the capabilities.
             const auto c = t->capabilities();
+            expect(t->single_copy_now() == c.single_copy,
+                   "rank {}: single_copy_now() {} where the capabilities say {}", boot.rank(),
+                   t->single_copy_now(), c.single_copy);
             expect(c.line_ns == 450 && t->readv_percent() == 321 && c.readv_percent == 321,
                    "rank {} took {} ns and {} % ({} % in its capabilities), not rank 0's 450 "
                    "and 321",
