@@ -1483,10 +1483,7 @@ void endpoint::answer_copy_probe() {
         } else {
             const auto start = std::chrono::steady_clock::now();
             copy_bytes_streaming(cells, buffer.data(), copy_probe_cell_bytes());
-            mine.copy_probe_store_ns =
-                static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               std::chrono::steady_clock::now() - start)
-                                               .count());
+            mine.copy_probe_store_ns = static_cast<std::uint64_t>(nanoseconds_since(start));
         }
         std::atomic_ref(mine.copy_probe).store(k, std::memory_order_release);
         answered = k;
