@@ -1596,6 +1596,89 @@ TEST_CASE("shm: poll_recv takes a one-cell message from its cell and refuses a l
     });
 }
 
+// poll_recv reads its message straight from the head of its source's ring
+// when it is the next cell there, and leaves anything else to progress():
+// a message ahead of it stays queued for its own receive, in order, and a
+// message that does not fit the receive fails it with the mailbox's error.
+TEST_CASE("shm: poll_recv takes its message from its ring's head and leaves the rest to "
+          "progress") {
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        asio::io_context io;
+        auto t = shm::create_transport(boot, io);
+        // As call_context's receive_now looks: what already arrived, then polls.
+        const auto poll_until_done = [&](const message_header& h, std::span<std::byte> into) {
+            auto got = t->try_recv(h, into);
+            for (int round = 0; round < 10'000'000 && got == transport::try_result::not_yet;
+                 ++round)
+                got = t->poll_recv(h, into);
+            return got;
+        };
+        const auto small = patterned(8, 3), ahead = patterned(8, 4), cell = patterned(100, 5);
+        auto as_barrier = header_for(0, 12, 8);
+        as_barrier.kind = collective::barrier;
+        if (t->rank() == 0) {
+            // Each stage sent whole before rank 1 looks.
+            expect(t->try_send(1, header_for(0, 10, ahead.size()), ahead) &&
+                       t->try_send(1, header_for(0, 11, small.size()), small),
+                   "the first two messages did not go at once");
+            boot.barrier();
+            boot.barrier();
+            expect(t->try_send(1, as_barrier, small), "the barrier's message did not go at once");
+            boot.barrier();
+            boot.barrier();
+            expect(t->try_send(1, header_for(0, 13, cell.size()), cell) &&
+                       t->try_send(1, header_for(0, 14, small.size()), small) &&
+                       t->try_send(1, header_for(0, 15, small.size()), small),
+                   "the last messages did not go at once");
+            boot.barrier();
+            boot.barrier();
+        } else {
+            boot.barrier();
+            // Step 10's message is ahead of step 11's: progress() queues it.
+            std::vector<std::byte> into(8), later(8);
+            expect(poll_until_done(header_for(0, 11, 8), into) == transport::try_result::received,
+                   "step 11's message never came");
+            expect(into == small, "step 11's message arrived wrong");
+            expect(t->try_recv(header_for(0, 10, 8), later) == transport::try_result::received,
+                   "step 10's message was not kept for its receive");
+            expect(later == ahead, "step 10's message was kept wrong");
+            boot.barrier();
+            boot.barrier();
+            // A barrier's message where a broadcast's is awaited.
+            try {
+                poll_until_done(header_for(0, 12, 8), into);
+                throw std::runtime_error("a barrier's message filled a broadcast's receive");
+            } catch (const tutti::error& e) {
+                expect(e.code() == errc::mismatched_collective, "not mismatched_collective: {}",
+                       e.what());
+                expect(std::string_view(e.what()).find("called barrier") != std::string_view::npos,
+                       "the error does not name the barrier: {}", e.what());
+            }
+            boot.barrier();
+            boot.barrier();
+            // A one-cell message at the head, then one of the wrong size.
+            std::vector<std::byte> whole(100), wider(16);
+            expect(poll_until_done(header_for(0, 13, 100), whole) ==
+                       transport::try_result::received,
+                   "step 13's message never came");
+            expect(whole == cell, "step 13's message arrived wrong");
+            try {
+                poll_until_done(header_for(0, 14, 16), wider);
+                throw std::runtime_error("8 bytes filled a receive of 16");
+            } catch (const tutti::error& e) {
+                expect(e.code() == errc::message_size_mismatch, "not message_size_mismatch: {}",
+                       e.what());
+            }
+            // The ring goes on after both (progress() took step 15's message
+            // along with step 14's).
+            expect(poll_until_done(header_for(0, 15, 8), into) == transport::try_result::received,
+                   "step 15's message never came");
+            expect(into == small, "step 15's message arrived wrong");
+            boot.barrier();
+        }
+    });
+}
+
 TEST_CASE("shm: a rank that closes its transport early does not disturb the others") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
