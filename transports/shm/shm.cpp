@@ -748,7 +748,7 @@ private:
     std::size_t pump(int dest);
     std::size_t drain(int src);
     bool take_awaited_at_head(const message_header& expected, std::span<std::byte> into);
-    void expect_next_like(peer_in& in, const cell_header& h) const;
+    void expect_next_like(peer_in& in, const cell_header& h);
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
@@ -1844,7 +1844,6 @@ std::size_t endpoint::drain(int src) {
         }
         cell_header h;
         std::memcpy(&h, c, sizeof h);
-        if (in.prefetch_lines) ++counters_.prefetch_guesses;
         expect_next_like(in, h);
         switch (h.type) {
         case cell_type::small:
@@ -1898,7 +1897,6 @@ bool endpoint::take_awaited_at_head(const message_header& expected, std::span<st
         h.step != expected.key.step || h.source != expected.key.source || h.kind != expected.kind ||
         h.algorithm != expected.algorithm)
         return false;
-    if (in.prefetch_lines) ++counters_.prefetch_guesses;
     expect_next_like(in, h);
     if (small) {
         if (h.length) std::memcpy(into.data(), c + small_offset, h.length);
@@ -1914,9 +1912,11 @@ bool endpoint::take_awaited_at_head(const message_header& expected, std::span<st
 // options::prefetch_bytes. Message sizes repeat, so the next cell is taken
 // to be like the last message of one cell, which one-line cells between (a
 // barrier's, say) do not change; only after many in a row is it forgotten.
+// Called for each cell read (`h`), which counts the guess made for it.
 constexpr std::uint32_t one_line_cells_to_forget = 64;
 
-void endpoint::expect_next_like(peer_in& in, const cell_header& h) const {
+void endpoint::expect_next_like(peer_in& in, const cell_header& h) {
+    if (in.prefetch_lines) ++counters_.prefetch_guesses;
     if (h.type != cell_type::data) {
         if (in.prefetch_lines && ++in.one_line_cells >= one_line_cells_to_forget)
             in.prefetch_lines = 0;
