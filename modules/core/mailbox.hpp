@@ -209,14 +209,20 @@ private:
 std::exception_ptr mismatch_of(const message_header& expected, const message_header& arrived,
                                bool any_size);
 
+// Whether the arrived header fits what the receive expected: the same
+// collective and algorithm, and (unless any_size) the same length.
+inline bool fits(const message_header& expected, const message_header& arrived,
+                 bool any_size) noexcept {
+    return arrived.kind == expected.kind && arrived.algorithm == expected.algorithm &&
+           (any_size || arrived.bytes == expected.bytes);
+}
+
 // The error a receive fails with when the arrived header does not fit what
 // it expected; nullptr when it fits. Every message is checked: the fitting
 // case is a few comparisons here, inline.
 inline std::exception_ptr check_match(const message_header& expected, const message_header& arrived,
                                       bool any_size) {
-    if (arrived.kind == expected.kind && arrived.algorithm == expected.algorithm &&
-        (any_size || arrived.bytes == expected.bytes))
-        return nullptr;
+    if (fits(expected, arrived, any_size)) return nullptr;
     return mismatch_of(expected, arrived, any_size);
 }
 

@@ -1892,10 +1892,9 @@ bool endpoint::take_awaited_at_head(const message_header& expected, std::span<st
     std::memcpy(&h, c, sizeof h);
     const bool small = h.type == cell_type::small;
     const bool whole = small || (h.type == cell_type::data && h.offset == 0);
-    if (!whole || h.length != h.total || h.total != expected.bytes || h.total != into.size() ||
-        h.communicator != expected.key.communicator || h.generation != expected.key.generation ||
-        h.step != expected.key.step || h.source != expected.key.source || h.kind != expected.kind ||
-        h.algorithm != expected.algorithm)
+    const auto arrived = message_of(h);
+    if (!whole || h.length != h.total || !(arrived.key == expected.key) ||
+        !fits(expected, arrived, false) || arrived.bytes != into.size())
         return false;
     expect_next_like(in, h);
     if (small) {

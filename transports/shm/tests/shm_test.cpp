@@ -1613,6 +1613,16 @@ TEST_CASE("shm: poll_recv takes its message from its ring's head and leaves the 
                 got = t->poll_recv(h, into);
             return got;
         };
+        // The error a receive that must be refused fails with.
+        const auto refusal = [&](const message_header& h, std::span<std::byte> into,
+                                 std::string_view what) {
+            try {
+                poll_until_done(h, into);
+            } catch (const tutti::error& e) {
+                return e;
+            }
+            throw std::runtime_error(std::string(what));
+        };
         const auto small = patterned(8, 3), ahead = patterned(8, 4), cell = patterned(100, 5);
         auto as_barrier = header_for(0, 12, 8);
         as_barrier.kind = collective::barrier;
@@ -1645,15 +1655,13 @@ TEST_CASE("shm: poll_recv takes its message from its ring's head and leaves the 
             boot.barrier();
             boot.barrier();
             // A barrier's message where a broadcast's is awaited.
-            try {
-                poll_until_done(header_for(0, 12, 8), into);
-                throw std::runtime_error("a barrier's message filled a broadcast's receive");
-            } catch (const tutti::error& e) {
-                expect(e.code() == errc::mismatched_collective, "not mismatched_collective: {}",
-                       e.what());
-                expect(std::string_view(e.what()).find("called barrier") != std::string_view::npos,
-                       "the error does not name the barrier: {}", e.what());
-            }
+            const auto other_kind = refusal(header_for(0, 12, 8), into,
+                                            "a barrier's message filled a broadcast's receive");
+            expect(other_kind.code() == errc::mismatched_collective,
+                   "not mismatched_collective: {}", other_kind.what());
+            expect(std::string_view(other_kind.what()).find("called barrier") !=
+                       std::string_view::npos,
+                   "the error does not name the barrier: {}", other_kind.what());
             boot.barrier();
             boot.barrier();
             // A one-cell message at the head, then one of the wrong size.
@@ -1662,13 +1670,10 @@ TEST_CASE("shm: poll_recv takes its message from its ring's head and leaves the 
                        transport::try_result::received,
                    "step 13's message never came");
             expect(whole == cell, "step 13's message arrived wrong");
-            try {
-                poll_until_done(header_for(0, 14, 16), wider);
-                throw std::runtime_error("8 bytes filled a receive of 16");
-            } catch (const tutti::error& e) {
-                expect(e.code() == errc::message_size_mismatch, "not message_size_mismatch: {}",
-                       e.what());
-            }
+            const auto other_size =
+                refusal(header_for(0, 14, 16), wider, "8 bytes filled a receive of 16");
+            expect(other_size.code() == errc::message_size_mismatch,
+                   "not message_size_mismatch: {}", other_size.what());
             // The ring goes on after both (progress() took step 15's message
             // along with step 14's).
             expect(poll_until_done(header_for(0, 15, 8), into) == transport::try_result::received,
