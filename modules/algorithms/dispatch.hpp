@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "algorithms/args.hpp"
+#include "algorithms/remembered_choice.hpp"
 #include "algorithms/restriction.hpp"
 #include "core/call_context.hpp"
 #include "core/communicator.hpp"
@@ -116,8 +117,22 @@ requires(call_option<Options>&&...) call_options make_options(Options&&... optio
     }
 }
 
+// A call on an empty communicator.
+[[noreturn]] void throw_empty_communicator(collective kind);
+
 // Claims the call's generation and checks what every collective checks.
-call_context begin_call(const communicator& comm, collective kind, const call_options& options);
+// Inline: out of line its call and the generation's were a tenth of a
+// barrier's own instructions.
+inline call_context begin_call(const communicator& comm, collective kind,
+                               const call_options& options) {
+    if (!comm.valid()) [[unlikely]]
+        throw_empty_communicator(kind);
+    const auto generation =
+        comm.claim_generation(options.generation ? &*options.generation : nullptr);
+    // The call itself, before any phase: the id of the name "call".
+    constexpr std::uint32_t whole_call = algorithm_id("call");
+    return call_context(comm, generation, kind, whole_call);
+}
 
 // Throws errc::invalid_root unless 0 <= root < size.
 void check_root(const communicator& comm, collective kind, int root);
@@ -154,20 +169,46 @@ private:
     task<void> work_;
 };
 
+// The choice when none is remembered (dispatch.cpp): the signature
+// completed, selection asked (and its explanation printed when `print` and
+// explanations are asked for), the choice kept for the next call. Out of
+// line: a remembered choice costs no more than its comparison.
+template <class Args>
+const algorithm<Args>& decide_choice(const communicator& comm, call_signature shape,
+                                     const selection_request& request, bool named,
+                                     const choice_key& key, std::uintptr_t token, bool print);
+
 // The algorithm for part `phase`'s Args: the named one, checked, or what
 // selection picks. A phase of another collective than the call's (an
 // all_reduce inside a gather) is a sub-call: the environment's overrides are
-// for the user's collective.
+// for the user's collective. Inline, where the front end built the
+// signature: its constant fields fold into the key, which an out-of-line
+// check packed field by field on every call (143 instructions a call there).
 template <class Args>
-const algorithm<Args>& choose_phase(const call_context& call, call_signature signature,
-                                    const algorithm_choice& choice);
+[[gnu::always_inline]] inline const algorithm<Args>& choose_phase(const call_context& call,
+                                                                  const call_signature& shape,
+                                                                  const algorithm_choice& choice) {
+    const auto& comm = call.comm();
+    const selection_request request{.forced = choice.name,
+                                    .on_fail = choice.on_fail,
+                                    .sub_call = choice.sub_call || call.kind() != Args::kind};
+    const bool named = !choice.name.empty() && choice.name != "auto";
+    const bool single_copy = comm.transport().single_copy_now();
+    const auto key = choice_key_of(shape, single_copy, request, named);
+    const auto token = selection_token();
+    if (token)
+        if (const auto* remembered =
+                last_choices<Args>.find(comm.serial(), token, key, request, named))
+            return *remembered;
+    return decide_choice<Args>(comm, shape, request, named, key, token, call.rank() == 0);
+}
 
 // Chooses the algorithm for `args` for part `phase` of the call; co_await
 // the result to run it. args must outlive that (a temporary in the co_await
 // expression does).
 template <class Args>
 phase_run<Args> run_phase(const call_context& call, unsigned phase, const Args& args,
-                          call_signature signature, const algorithm_choice& choice) {
+                          const call_signature& signature, const algorithm_choice& choice) {
     return {call, phase, choose_phase<Args>(call, signature, choice), args};
 }
 

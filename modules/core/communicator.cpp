@@ -44,7 +44,7 @@ void require_valid(const void* state) {
 }
 } // namespace
 
-std::uint64_t communicator::claim_generation(const std::uint64_t* wanted) const {
+std::uint64_t communicator::claim_generation_out_of_line(const std::uint64_t* wanted) const {
     require_valid(state_.get());
     auto claim = [&] {
         if (!wanted) return state_->generations.claim_next();

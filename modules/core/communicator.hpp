@@ -55,7 +55,12 @@ public:
     asio::io_context& context() const noexcept { return transport().context(); }
 
     // The generation a call uses: the given one (checked) or the next unused.
-    std::uint64_t claim_generation(const std::uint64_t* wanted) const;
+    // Inline for the usual call (one thread, the next generation in order),
+    // which every collective makes on its way to its first message.
+    std::uint64_t claim_generation(const std::uint64_t* wanted) const {
+        if (state_ && state_->one_thread && !wanted) return state_->generations.claim_next();
+        return claim_generation_out_of_line(wanted);
+    }
     // Split bookkeeping, so every rank derives the same new identity.
     std::uint64_t next_split_sequence() const;
 
@@ -92,6 +97,7 @@ private:
         std::atomic_flag taken_;
     };
 
+    std::uint64_t claim_generation_out_of_line(const std::uint64_t* wanted) const;
     static std::uint64_t next_serial() noexcept;
     struct state {
         std::shared_ptr<tutti::transport> transport;
