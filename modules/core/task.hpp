@@ -23,6 +23,7 @@
 // says so.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <coroutine>
 #include <cstddef>
@@ -44,9 +45,69 @@ template <class T>
 class run_here;
 
 // Blocks recycled through free lists of this thread (by 64-byte size class)
-// before the heap: coroutine frames, and the shared states of requests.
-void* allocate_block(std::size_t bytes);
-void free_block(void* block, std::size_t bytes) noexcept;
+// before the heap: coroutine frames, and the shared states of requests. A
+// collective's chain holds a handful of frames of a few sizes and a few
+// requests, alive one call at a time, so a few per class cover the steady
+// state; larger blocks go to the heap. Constant-initialized and trivially
+// destroyed, so that every allocation reaches it without a thread_local
+// guard; the blocks it keeps are freed at thread exit by its owner (task.cpp),
+// made when the first one is kept.
+struct block_cache {
+    static constexpr std::size_t granule = 64;
+    static constexpr std::size_t classes = 48; // blocks up to 3 KiB
+    static constexpr std::size_t per_class = 16;
+    struct free_list {
+        std::size_t count = 0;
+        std::array<void*, per_class> blocks{};
+    };
+    std::array<free_list, classes> lists{};
+    bool owned = false; // its owner exists and has not freed the blocks yet
+    bool gone = false;  // its owner freed the blocks: later ones go to the heap
+
+    static constexpr std::size_t size_class(std::size_t bytes) noexcept {
+        return (bytes + granule - 1) / granule;
+    }
+};
+inline constinit thread_local block_cache blocks_here;
+
+// Under AddressSanitizer every block comes from the heap, so that a frame or
+// request used after its end is reported rather than reused.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool keep_blocks = false;
+#else
+inline constexpr bool keep_blocks = true;
+#endif
+#else
+inline constexpr bool keep_blocks = true;
+#endif
+
+// The ways past the free lists (task.cpp): the heap, and the first block a
+// thread keeps, which makes the owner that frees them at its exit.
+void* allocate_block_from_heap(std::size_t size_class);
+void free_block_elsewhere(void* block, std::size_t size_class) noexcept;
+
+// Inline: every call allocates and frees its algorithm's frame, and the
+// calls of the free lists' few instructions were a tenth of them.
+inline void* allocate_block(std::size_t bytes) {
+    const auto c = block_cache::size_class(bytes);
+    if (keep_blocks && c < block_cache::classes && !blocks_here.gone) {
+        auto& list = blocks_here.lists[c];
+        if (list.count) return list.blocks[--list.count];
+    }
+    return allocate_block_from_heap(c);
+}
+inline void free_block(void* block, std::size_t bytes) noexcept {
+    const auto c = block_cache::size_class(bytes);
+    if (keep_blocks && c < block_cache::classes && blocks_here.owned) {
+        auto& list = blocks_here.lists[c];
+        if (list.count < block_cache::per_class) {
+            list.blocks[list.count++] = block;
+            return;
+        }
+    }
+    free_block_elsewhere(block, c);
+}
 
 // What the coroutines of one spawned chain share: the executor they run on,
 // and work counted on it while the chain lives (an io_context's run() returns
