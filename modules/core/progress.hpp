@@ -111,13 +111,11 @@ private:
 
 } // namespace detail
 
-// Runs context and polls t until done() is true. done is checked after every
-// round, from this thread. start() runs first, inside the loop's scope (so
-// that what it starts resumes and polls as the loop's own work does).
-template <class Start, class Done>
-void drive(asio::io_context& context, transport& t, Start start, Done done) {
-    detail::resumption_scope resumptions(context, t);
-    start();
+namespace detail {
+// drive()'s rounds, once start() has left the work unfinished.
+template <class Done>
+[[gnu::noinline]] void drive_rounds(asio::io_context& context, transport& t,
+                                    resumption_scope& resumptions, Done& done) {
     backoff idle;
     // Polling the io_context takes its lock even when nothing is queued, as
     // much as polling the transport: while idle (nothing completed in the
@@ -150,6 +148,19 @@ void drive(asio::io_context& context, transport& t, Start start, Done done) {
             ++idle_rounds;
         }
     }
+}
+} // namespace detail
+
+// Runs context and polls t until done() is true. done is checked after every
+// round, from this thread. start() runs first, inside the loop's scope (so
+// that what it starts resumes and polls as the loop's own work does). A small
+// call often ends within start(), its receives having polled a few rounds:
+// then no round is set up (tutti::wait makes one such drive per call).
+template <class Start, class Done>
+void drive(asio::io_context& context, transport& t, Start start, Done done) {
+    detail::resumption_scope resumptions(context, t);
+    start();
+    if (!done()) detail::drive_rounds(context, t, resumptions, done);
 }
 
 template <class Done>

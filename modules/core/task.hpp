@@ -121,7 +121,9 @@ struct chain {
     struct untracked_t {};
     chain(asio::any_io_executor ex, untracked_t) : executor(std::move(ex)) {}
     asio::any_io_executor executor;
-    asio::any_io_executor work;
+    // Empty in an untracked chain: an empty any_io_executor still costs its
+    // construction and an indirect call to destroy it, on every blocking call.
+    std::optional<asio::any_io_executor> work;
     // The spawned coroutine that owns the chain: destroying it destroys
     // every frame of the chain.
     std::coroutine_handle<> outermost;
