@@ -86,8 +86,9 @@ struct remembered_choice {
 // naming `dissemination` between tutti-bench's own barriers took 0.33-0.36 us
 // against 0.26-0.28 unnamed: with one choice kept, both decided afresh every
 // call). The slot found last is looked at first, so a loop of one call
-// compares one key (callgrind: 144 instructions a call in choose_phase, 137
-// with one slot); a new choice replaces the oldest.
+// compares one key (callgrind, when the check was out of line: 144
+// instructions a call in choose_phase, 137 with one slot); a new choice
+// replaces the oldest.
 template <class Args>
 struct remembered_choices {
     static constexpr std::uint8_t slots = 4;

@@ -189,3 +189,31 @@ TEST_CASE("task: a chain whose resumption is dropped with its io_context is dest
     CHECK_FALSE(resumed);
     CHECK(r->done());
 }
+
+TEST_CASE("task: a block freed after its thread's free lists were released goes to the heap") {
+    // A thread's free lists are released by an owner made with the first
+    // block kept; a thread_local destroyed after it (made before it) may
+    // still free a frame then. That block must not join a list nobody will
+    // release again. (Under AddressSanitizer no block is ever kept.)
+    constexpr std::size_t bytes = 64;
+    constexpr std::size_t size_class = 1;
+    std::size_t kept_before = 0;
+    std::size_t kept_after = 0;
+    std::thread([&] {
+        struct frees_late {
+            std::size_t* before;
+            std::size_t* after;
+            ~frees_late() {
+                void* block = ::operator new(bytes);
+                *before = detail::blocks_here.lists[size_class].count;
+                detail::free_block(block, bytes);
+                *after = detail::blocks_here.lists[size_class].count;
+            }
+        };
+        // Made first, so destroyed after the lists' owner.
+        static thread_local frees_late late{&kept_before, &kept_after};
+        (void)late;
+        detail::free_block(detail::allocate_block(bytes), bytes); // makes the owner
+    }).join();
+    CHECK(kept_after == kept_before);
+}
