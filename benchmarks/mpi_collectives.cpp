@@ -212,13 +212,30 @@ int run(const settings& s, const std::string& transport, const std::vector<std::
         steps += kind == tutti::collective::barrier ? 1 : s.sizes.size();
     progress shown(lead ? s : settings{.quiet = true}, steps);
     bool failed = false;
+    bool measured = false;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int ranks_here = 1;
+    MPI_Comm_size(node, &ranks_here);
+    MPI_Comm_free(&node);
+    const std::size_t memory_here = machine_memory_bytes();
 
     for (auto kind : s.collectives) {
         const std::string name{to_string(kind)};
         for (std::size_t bytes : s.sizes) {
             const auto l = layout_for(kind, bytes, size, rank, s.root, s.op);
             shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
-            auto pool = make_pool(s, l);
+            std::vector<buffer_set> pool;
+            const auto cannot = try_make_pool(pool, s, l, ranks_here, memory_here);
+            // The ranks skip a size together, as tutti-bench's do.
+            int mine_short = cannot.empty() ? 0 : 1, any_short = 0;
+            MPI_Allreduce(&mine_short, &any_short, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            if (any_short) {
+                if (lead) out->skip(name, l.bytes, skip_reason(cannot));
+                if (kind == tutti::collective::barrier) break;
+                continue;
+            }
+            measured = true;
             const bench_call call(l);
             const auto t = time_size(call, pool, l, s);
             std::vector<rank_sample> samples(lead ? static_cast<std::size_t>(size) : 0);
@@ -254,7 +271,12 @@ int run(const settings& s, const std::string& transport, const std::vector<std::
     }
     int mine = failed ? 1 : 0, any = 0;
     MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return any;
+    if (any) return 1;
+    if (!measured) {
+        if (lead) fmt::print(stderr, "mpi_collectives: nothing measured: every size was skipped\n");
+        return 2;
+    }
+    return 0;
 }
 
 } // namespace

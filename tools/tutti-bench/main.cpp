@@ -10,6 +10,7 @@
 //
 // Exit status: 0 when every check passed, 1 when a check or a collective
 // failed, 2 for a usage error or a process not started as part of a job.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -32,6 +33,8 @@ using namespace tutti_bench;
 struct choice {
     bool runs = false;
     std::string text;
+    // The collective has no algorithm of that name at any size.
+    bool unknown_name = false;
 };
 
 template <class Args>
@@ -41,8 +44,16 @@ choice resolve(const tutti::communicator& world, const Args& args, const std::st
                                                  algorithm == "auto" ? "" : algorithm);
         return {true, chosen.info.name};
     } catch (const tutti::error& e) {
-        return {false, e.what()};
+        return {false, e.what(), e.code() == tutti::errc::unknown_algorithm};
     }
+}
+
+// How many of the job's ranks share this rank's machine (its node).
+int ranks_on_this_node(const tutti::job& job) {
+    const auto& nodes = job.routes().nodes;
+    if (nodes.empty()) return 1;
+    const auto& here = nodes[static_cast<std::size_t>(job.rank())];
+    return static_cast<int>(std::ranges::count(nodes, here));
 }
 
 // Buffers from tutti's shared memory (--memory shared): what a user who
@@ -345,6 +356,9 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
         steps += kind == tutti::collective::barrier ? 1 : s.sizes.size();
     progress shown(lead ? s : settings{.quiet = true}, steps);
     bool failed = false;
+    bool measured = false;
+    const int ranks_here = ranks_on_this_node(job);
+    const std::size_t memory_here = machine_memory_bytes();
 
     for (auto kind : kinds) {
         const std::string name{c.memcpy_only ? "memcpy" : to_string(kind)};
@@ -352,17 +366,27 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
             const auto l = layout_for(kind, size, job.size(), job.rank(), s.root, s.op);
             shown.step(fmt::format("{} {}", name, human_bytes(l.bytes)));
             shared_memory_resource shared;
-            auto pool =
-                make_pool(s, l,
-                          c.memory == "shared" ? static_cast<std::pmr::memory_resource*>(&shared)
-                                               : std::pmr::new_delete_resource());
+            std::vector<buffer_set> pool;
+            const auto cannot = try_make_pool(pool, s, l, ranks_here, memory_here,
+                                              c.memory == "shared"
+                                                  ? static_cast<std::pmr::memory_resource*>(&shared)
+                                                  : std::pmr::new_delete_resource());
+            std::vector<int> mine_short{cannot.empty() ? 0 : 1}, any_short(1);
+            tutti::wait(world, tutti::all_reduce(world, mine_short, any_short, tutti::max));
+            if (any_short[0]) {
+                if (lead) out->skip(name, l.bytes, skip_reason(cannot));
+                if (kind == tutti::collective::barrier) break;
+                continue;
+            }
             const bench_call call(world, l, c.algorithm, c.memcpy_only);
             const auto chosen = call.resolve_algorithm(pool[0], c.algorithm);
             if (!chosen.runs) {
                 if (lead) out->skip(name, l.bytes, chosen.text);
-                if (kind == tutti::collective::barrier) break;
+                // One row for a name the collective does not know at all.
+                if (chosen.unknown_name || kind == tutti::collective::barrier) break;
                 continue;
             }
+            measured = true;
             const bool validate = s.validate && !c.memcpy_only;
             const auto t = call.with_call([&](auto make_call) {
                 if (c.form == "blocking")
@@ -411,7 +435,13 @@ int run(tutti::job& job, const cli& c, const std::vector<std::string>& command) 
     }
     std::vector<int> mine{failed ? 1 : 0}, any(1);
     tutti::wait(world, tutti::all_reduce(world, mine, any, tutti::max));
-    return any[0] ? 1 : 0;
+    if (any[0]) return 1;
+    if (!measured) {
+        // The choices and the sizes skipped are the same on every rank.
+        if (lead) fmt::print(stderr, "tutti-bench: nothing measured: every size was skipped\n");
+        return 2;
+    }
+    return 0;
 }
 
 } // namespace

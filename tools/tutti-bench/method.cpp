@@ -9,6 +9,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace tutti_bench {
@@ -124,7 +126,7 @@ std::size_t parse_size(const std::string& text) {
     else if (unit == "M" || unit == "m")
         factor = mib;
     else if (unit == "G" || unit == "g")
-        factor = 1024 * mib;
+        factor = gib;
     else if (!unit.empty())
         throw std::invalid_argument("'" + text + "': unknown unit (use K, M or G: binary)");
     if (value > std::numeric_limits<std::size_t>::max() / factor)
@@ -176,10 +178,32 @@ std::vector<tutti::collective> parse_collectives(const std::string& text) {
 }
 
 std::string human_bytes(std::size_t bytes) {
+    if (bytes >= gib && bytes % gib == 0) return fmt::format("{} GiB", bytes / gib);
     if (bytes >= mib && bytes % mib == 0) return fmt::format("{} MiB", bytes / mib);
     if (bytes >= kib && bytes % kib == 0) return fmt::format("{} KiB", bytes / kib);
     return fmt::format("{} B", bytes);
 }
+
+namespace {
+// CLI11's PositiveNumber and NonNegativeNumber say "Value 0 not in range
+// 0.000000 to 1.797693e+308"; these say what is wanted. Text that is not a
+// number passes here and fails CLI11's conversion, which names it.
+CLI::Validator number_above(double low, const char* wanted, const char* name) {
+    return CLI::Validator(
+        [low, wanted](std::string& text) -> std::string {
+            double value = 0;
+            try {
+                value = std::stod(text);
+            } catch (const std::exception&) {
+                return "";
+            }
+            return value > low ? "" : fmt::format("must be {} (got {})", wanted, text);
+        },
+        name);
+}
+const CLI::Validator positive = number_above(0, "above 0", "POSITIVE");
+const CLI::Validator non_negative = number_above(-1, "0 or more", "NONNEGATIVE");
+} // namespace
 
 void add_options(CLI::App& app, settings& s) {
     app.add_option("collectives", s.given.collectives,
@@ -192,11 +216,11 @@ void add_options(CLI::App& app, settings& s) {
         ->capture_default_str();
     app.add_option("-i,--iterations", s.max_iterations, "timed calls per size, at most")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive);
     app.add_option("--min-iterations", s.min_iterations,
                    "timed calls per size, at least (large sizes)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive);
     app.add_option("--budget", s.given.budget,
                    "bytes the timed calls of one size move, which sets their number between the "
                    "two bounds above")
@@ -205,16 +229,16 @@ void add_options(CLI::App& app, settings& s) {
            "-w,--warmup", s.warmup,
            "calls before the timed ones, not counted (default: a tenth of them, at least 10; "
            "fewer once they have taken --time-limit)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative);
     app.add_option("--time-limit", s.time_limit,
                    "seconds per size: fewer timed calls when the warm-up shows they would take "
                    "longer")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive);
     app.add_option("--buffers", s.buffers,
                    "buffer sets cycled through, one per call, so caches do not flatter results")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive);
     app.add_flag("--rewrite", s.rewrite,
                  "each rank writes its buffers again before every call (untimed), as an "
                  "application that has just produced its data would");
@@ -237,7 +261,7 @@ void add_options(CLI::App& app, settings& s) {
         ->capture_default_str();
     app.add_option("--root", s.root, "the root of rooted collectives")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative);
     app.add_option("--csv", s.csv, "write the rows to this CSV file");
     app.add_option("--json", s.json, "write the run and its rows to this JSON file");
     app.add_option("--label", s.label,
@@ -377,10 +401,56 @@ struct placed_pair {
 
 } // namespace
 
+std::size_t set_bytes(const layout& l) {
+    // Saturates: sizes up to the largest std::size_t parse.
+    constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(element);
+    if (l.send > most || l.recv > most - l.send) return std::numeric_limits<std::size_t>::max();
+    return std::max<std::size_t>(1, (l.send + l.recv) * sizeof(element));
+}
+
+std::size_t machine_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+}
+
+std::string memory_shortfall(const layout& l, int ranks_on_node, std::size_t machine_bytes) {
+    const std::size_t per_rank = set_bytes(l);
+    const auto ranks = static_cast<std::size_t>(std::max(ranks_on_node, 1));
+    if (machine_bytes == 0 || per_rank <= machine_bytes / ranks) return "";
+    const auto gibibytes = [](double bytes) {
+        return fmt::format("{:.1f} GiB", bytes / static_cast<double>(gib));
+    };
+    const auto need = static_cast<double>(per_rank);
+    return fmt::format("its buffers take {} on each rank, {} for the {} rank(s) on this machine, "
+                       "which has {} of memory",
+                       gibibytes(need), gibibytes(need * static_cast<double>(ranks)), ranks,
+                       gibibytes(static_cast<double>(machine_bytes)));
+}
+
+std::string try_make_pool(std::vector<buffer_set>& pool, const settings& s, const layout& l,
+                          int ranks_on_node, std::size_t machine_bytes,
+                          std::pmr::memory_resource* memory) {
+    pool.clear();
+    if (auto why = memory_shortfall(l, ranks_on_node, machine_bytes); !why.empty()) return why;
+    try {
+        pool = make_pool(s, l, memory);
+    } catch (const std::exception& e) {
+        pool.clear();
+        return fmt::format("its buffers ({} on each rank) could not be allocated: {}",
+                           human_bytes(set_bytes(l)), e.what());
+    }
+    return "";
+}
+
+std::string skip_reason(const std::string& mine) {
+    return mine.empty() ? "another rank could not allocate its buffers" : mine;
+}
+
 std::vector<buffer_set> make_pool(const settings& s, const layout& l,
                                   std::pmr::memory_resource* memory) {
-    const std::size_t set_bytes = std::max<std::size_t>(1, (l.send + l.recv) * sizeof(element));
-    const std::size_t fit = std::max<std::size_t>(1, s.pool_limit / set_bytes);
+    const std::size_t fit = std::max<std::size_t>(1, s.pool_limit / set_bytes(l));
     const std::size_t sets = std::min(static_cast<std::size_t>(s.buffers), fit);
     std::vector<buffer_set> pool;
     pool.reserve(sets);

@@ -48,6 +48,7 @@ element combine(reduction op, element lower, element higher);
 
 inline constexpr std::size_t kib = 1024;
 inline constexpr std::size_t mib = 1024 * kib;
+inline constexpr std::size_t gib = 1024 * mib;
 
 // What to measure and how; the same options in both programs.
 struct settings {
@@ -186,6 +187,24 @@ std::vector<buffer_set>
 make_pool(const settings& s, const layout& l,
           std::pmr::memory_resource* memory = std::pmr::new_delete_resource());
 void fill(const layout& l, buffer_set& b);
+// The bytes of one buffer set of a layout (the least make_pool allocates).
+std::size_t set_bytes(const layout& l);
+// This machine's physical memory in bytes (0 if the system does not say).
+std::size_t machine_memory_bytes();
+// Why a size cannot be measured here, or "" if it can: one buffer set on each
+// of the `ranks_on_node` ranks that share this machine's `machine_bytes` of
+// memory (0: unknown, no limit) would not fit. Checked before anything is
+// allocated: a size the heap grants but the machine cannot hold would be
+// ended by the kernel's out-of-memory killer part way through filling it.
+std::string memory_shortfall(const layout& l, int ranks_on_node, std::size_t machine_bytes);
+// make_pool into `pool` unless memory_shortfall refuses the size or the
+// allocation fails: then why, and `pool` stays empty. The ranks then skip
+// the size together (a rank without buffers would leave the others waiting
+// in the first call): skip_reason gives the row's reason on each.
+std::string try_make_pool(std::vector<buffer_set>& pool, const settings& s, const layout& l,
+                          int ranks_on_node, std::size_t machine_bytes,
+                          std::pmr::memory_resource* memory = std::pmr::new_delete_resource());
+std::string skip_reason(const std::string& mine);
 // The set the next call uses (the pool cycles), written again first under
 // --rewrite; call it before the barrier that starts the call.
 buffer_set& next_set(const settings& s, const layout& l, std::vector<buffer_set>& pool,

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -82,14 +83,17 @@ int main(int argc, char** argv) {
     tutti::info::call_description d;
     auto* explain = app.add_option("--explain", d.collective,
                                    "explain the choice for a call of this collective");
-    app.add_option("--ranks", d.ranks, "communicator size")->check(CLI::PositiveNumber);
+    app.add_option("--ranks", d.ranks, "communicator size")
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     auto* bytes = app.add_option("--bytes", d.bytes,
                                  "the call's largest buffer (16K, 1M, ...); not for barrier "
                                  "and all_to_allv, whose calls carry no size")
                       ->transform(CLI::AsSizeValue(false));
     app.add_option("--count", d.count, "elements of a reduction (default: bytes / 8)");
-    app.add_option("--ppn", d.ranks_per_node, "ranks per node")->check(CLI::PositiveNumber);
-    app.add_option("--nodes", d.nodes, "nodes")->check(CLI::PositiveNumber);
+    app.add_option("--ppn", d.ranks_per_node, "ranks per node")
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+    app.add_option("--nodes", d.nodes, "nodes")
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     app.add_option("--line-ns", d.line_ns,
                    "how long a cache line takes there and back between the ranks' cores, in "
                    "ns (a shm job measures it; 0: unknown)");

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,19 @@
 
 using namespace tutti_bench;
 using tutti::collective;
+
+// The options as the programs parse them.
+settings parse_options(std::vector<std::string> args) {
+    CLI::App app;
+    settings s;
+    add_options(app, s);
+    args.insert(args.begin(), "tutti-bench");
+    std::vector<const char*> argv;
+    for (const auto& a : args)
+        argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    return s;
+}
 
 TEST_CASE("sizes: units, lists and power-of-two ranges") {
     CHECK(parse_size("8") == 8);
@@ -242,15 +256,7 @@ TEST_CASE("--misalign places send buffers at a page's start and receive buffers 
     }
 
     const auto parse = [](std::vector<std::string> args) {
-        CLI::App app;
-        settings s;
-        add_options(app, s);
-        args.insert(args.begin(), "tutti-bench");
-        std::vector<const char*> argv;
-        for (const auto& a : args)
-            argv.push_back(a.c_str());
-        app.parse(static_cast<int>(argv.size()), argv.data());
-        return s.misalign;
+        return parse_options(std::move(args)).misalign;
     };
     CHECK(parse({}) == std::nullopt);
     CHECK(parse({"--misalign", "16"}) == 16u);
@@ -258,4 +264,59 @@ TEST_CASE("--misalign places send buffers at a page's start and receive buffers 
                          "--misalign 12: not a multiple of 8 bytes (an element)",
                          CLI::ValidationError);
     CHECK_THROWS_AS(parse({"--misalign", "4096"}), CLI::ValidationError);
+}
+
+TEST_CASE("memory: a size whose buffers the machine cannot hold is refused, saying why") {
+    const auto l = layout_for(collective::all_to_all, 4 * gib, 2, 0, 0);
+    CHECK(set_bytes(l) == 8 * gib); // send and receive, 4 GiB each
+    CHECK(memory_shortfall(l, 2, 64 * gib).empty());
+    CHECK(memory_shortfall(l, 1, 8 * gib).empty());
+    CHECK(memory_shortfall(l, 2, 0).empty()); // the machine does not say: no limit
+    CHECK(memory_shortfall(l, 2, 12 * gib) ==
+          "its buffers take 8.0 GiB on each rank, 16.0 GiB for the 2 rank(s) on this machine, "
+          "which has 12.0 GiB of memory");
+    CHECK(memory_shortfall(layout_for(collective::barrier, 4 * gib, 2, 0, 0), 2, kib).empty());
+
+    // The largest size that parses does not wrap around.
+    const auto huge =
+        layout_for(collective::all_reduce, std::numeric_limits<std::size_t>::max(), 2, 0, 0);
+    CHECK(set_bytes(huge) == std::numeric_limits<std::size_t>::max());
+    CHECK_FALSE(memory_shortfall(huge, 1, 64 * gib).empty());
+    CHECK(machine_memory_bytes() > 0);
+
+    // Refused before allocating, or refused by the allocation: the pool
+    // stays empty and the reason says which.
+    std::vector<buffer_set> pool;
+    settings s;
+    CHECK(try_make_pool(pool, s, l, 2, 12 * gib).starts_with("its buffers take 8.0 GiB"));
+    CHECK(pool.empty());
+    struct refusing final : std::pmr::memory_resource {
+        void* do_allocate(std::size_t, std::size_t) override { throw std::bad_alloc(); }
+        void do_deallocate(void*, std::size_t, std::size_t) override {}
+        bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+            return this == &o;
+        }
+    } refuse;
+    const auto small = layout_for(collective::all_reduce, 64, 2, 0, 0);
+    CHECK(try_make_pool(pool, s, small, 2, 64 * gib, &refuse) ==
+          "its buffers (128 B on each rank) could not be allocated: std::bad_alloc");
+    CHECK(pool.empty());
+    CHECK(try_make_pool(pool, s, small, 2, 64 * gib).empty());
+    CHECK(pool.size() == 1);
+    CHECK(skip_reason("") == "another rank could not allocate its buffers");
+    CHECK(skip_reason("why") == "why");
+    CHECK(human_bytes(100 * gib) == "100 GiB");
+}
+
+TEST_CASE("options: counts and times out of range name what is wanted") {
+    const auto parse = parse_options;
+    CHECK(parse({"--buffers", "3"}).buffers == 3);
+    CHECK_THROWS_WITH_AS(parse({"--buffers", "0"}), "--buffers: must be above 0 (got 0)",
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse({"--time-limit", "-1"}), "--time-limit: must be above 0 (got -1)",
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse({"--root", "-2"}), "--root: must be 0 or more (got -2)",
+                         CLI::ValidationError);
+    CHECK(parse({"--root", "0"}).root == 0);
+    CHECK_THROWS_AS(parse({"-i", "many"}), CLI::ConversionError);
 }

@@ -110,6 +110,25 @@ def main():
         if "skipped" not in done.stdout or "ring" not in done.stdout:
             fail(f"expected barrier skipped and all_reduce with ring:\n{done.stdout}")
 
+        # A name no collective asked for knows: one skipped row (not one per
+        # size), and the run fails, nothing having been measured.
+        wrong = subprocess.run([args.tuttirun, "-n", "2", "--timeout", "30", args.bench,
+                                "all_reduce", "-a", "nonexistent", "-m", "8,64,1K", "-q"],
+                               capture_output=True, text=True, timeout=60)
+        if (wrong.returncode != 2 or wrong.stdout.count("skipped") != 1
+                or "unknown all_reduce algorithm 'nonexistent'" not in wrong.stdout
+                or "tutti-bench: nothing measured" not in wrong.stderr):
+            fail(f"-a nonexistent: exit {wrong.returncode}\n{wrong.stdout}\n{wrong.stderr}")
+
+        # A size no machine holds (about 195 TiB of buffers on each rank) is
+        # skipped by every rank before anything is allocated, saying why; the
+        # sizes that fit are measured.
+        done = run([args.tuttirun, "-n", "2", "--timeout", "30", args.bench, "all_reduce",
+                    "-m", "8,100000G", "-i", "5", "--validate", "-q"], timeout=60)
+        if ("skipped: its buffers take 200000.0 GiB on each rank" not in done.stdout
+                or "which has" not in done.stdout or done.stdout.count(" yes") != 1):
+            fail(f"-m 8,100000G: expected the 8-byte row and a skipped one:\n{done.stdout}")
+
         # The blocking form: every collective through tutti::wait, each
         # result checked, the rows labelled as its series.
         blocking_csv = os.path.join(tmp, "blocking.csv")
@@ -172,6 +191,11 @@ def main():
                                text=True, timeout=30)
         if wrong.returncode != 2 or "--form: blockin not in" not in wrong.stderr:
             fail(f"--form blockin: exit {wrong.returncode}, stderr {wrong.stderr!r}")
+        # So is a count out of range, in words.
+        wrong = subprocess.run([args.bench, "--buffers", "0", "barrier"], capture_output=True,
+                               text=True, timeout=30)
+        if wrong.returncode != 2 or "--buffers: must be above 0 (got 0)" not in wrong.stderr:
+            fail(f"--buffers 0: exit {wrong.returncode}, stderr {wrong.stderr!r}")
         # So is an operation it does not know.
         wrong = subprocess.run([args.bench, "--op", "product", "all_reduce"], capture_output=True,
                                text=True, timeout=30)
