@@ -304,4 +304,7 @@ TEST_CASE("the tutti-info program explains, as text and JSON") {
     CHECK(json["call"]["bytes"] == 1024);
     const auto bad = run_command(std::string(program) + " --explain nothing 2>&1");
     CHECK(contains(bad, "tutti-info: unknown collective 'nothing'"));
+    const auto no_ranks =
+        run_command(std::string(program) + " --explain all_reduce --ranks 0 2>&1");
+    CHECK(contains(no_ranks, "--ranks: Value 0 not in range 1 to 2147483647"));
 }
