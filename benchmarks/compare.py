@@ -226,6 +226,10 @@ class runner:
             print(f"compare: TIMEOUT after {self.args.timeout + 30} s: {shown}", file=sys.stderr)
             self.failures += 1
         if not timed_out and process.returncode != 0:
+            # Status 2 with a usage line, or with nothing measured, is the
+            # programs' (and tuttirun's) answer to arguments they refuse.
+            if process.returncode == 2 and ("--help" in err or "nothing measured" in err):
+                raise refused(f"compare: stopped: {shown}\nrefused its arguments:\n{out}{err}")
             print(f"compare: FAILED (status {process.returncode}): {shown}\n{out}{err}",
                   file=sys.stderr)
             self.failures += 1
@@ -244,6 +248,32 @@ def median_latency(rows, column="max_us"):
     return statistics.median(float(r[column]) for r in rows) if rows else None
 
 
+def rank_counts(text):
+    """--ranks: a comma list of whole numbers of at least 1."""
+    try:
+        counts = [int(n) for n in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: rank counts are whole numbers of at least 1, as 2 or 2,4,8")
+    return counts
+
+
+def at_least_one(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
+    return value
+
+
+class refused(Exception):
+    """A program refused its arguments: every other run would too."""
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -252,14 +282,14 @@ def main():
     parser.add_argument("--build", help="the build directory (default: build/, else build-*)")
     parser.add_argument("--mode", choices=["shm", "tcp", "netns"], default="shm",
                         help="shm, tcp over loopback, or tcp between network namespaces")
-    parser.add_argument("--ranks", default="2", help="rank counts, e.g. 2,4,8")
+    parser.add_argument("--ranks", type=rank_counts, default="2", help="rank counts, e.g. 2,4,8")
     parser.add_argument("--ranks-per-host", type=int, default=1, metavar="K",
                         help="netns mode: K ranks per namespace (host), shared memory "
                              "within a host and TCP between (default 1: TCP between all)")
     parser.add_argument("--collectives", default="all_reduce,broadcast,barrier,all_gather,all_to_all",
                         help="comma list, or all")
     parser.add_argument("--sizes", default="8,1M,16M", help="as tutti-bench -m: 8,1M or 8:64M")
-    parser.add_argument("--repeats", type=int, default=5,
+    parser.add_argument("--repeats", type=at_least_one, default=5,
                         help="rounds, each running every implementation once (order rotated)")
     parser.add_argument("--implementations", default=",".join(DEFAULT_IMPLEMENTATIONS),
                         help=f"comma list of {', '.join(IMPLEMENTATIONS)} (default: "
@@ -301,7 +331,7 @@ def main():
                   file=sys.stderr)
     if "tutti" not in implementations:
         sys.exit("compare: tutti-bench or tuttirun is missing")
-    ranks_list = [int(n) for n in args.ranks.split(",")]
+    ranks_list = args.ranks
     program_args = [args.collectives, "-m", args.sizes] + extra
     if not args.no_validate:
         program_args.append("--validate")
@@ -453,4 +483,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except refused as stop:
+        print(stop, file=sys.stderr)
+        sys.exit(2)

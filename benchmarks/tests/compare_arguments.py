@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""compare.py's answers to arguments it cannot use: rank counts and repeats
+that are not whole numbers of at least 1 are refused before anything runs,
+and a run whose program refuses its arguments (a size that is not one)
+stops the comparison at once, with that program's message, instead of being
+repeated for every round and implementation.
+
+    compare_arguments.py BUILD_DIR
+
+Exit status 0 when all holds, else 1 with the reason.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.join(os.path.dirname(HERE), "compare.py")
+
+
+def fail(message):
+    print(f"compare arguments: FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def compare(build, *args):
+    # As compare_smoke.py: the sanitizer build's programs, leaks not checked.
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    return subprocess.run([sys.executable, COMPARE, "--build", build, *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def main():
+    build = sys.argv[1]
+    for args, says in [
+            (["--ranks", "0"], "argument --ranks: '0': rank counts are whole numbers of at least 1"),
+            (["--ranks", "2,x"], "argument --ranks: '2,x': rank counts are whole numbers"),
+            (["--repeats", "0"], "argument --repeats: '0': a whole number of at least 1")]:
+        done = compare(build, *args)
+        if done.returncode != 2 or says not in done.stderr:
+            fail(f"{args}: exit {done.returncode}, stderr {done.stderr[-400:]!r}")
+        if "compare: round" in done.stderr:
+            fail(f"{args}: refused only after starting to run")
+
+    done = compare(build, "--implementations", "tutti", "--collectives", "all_reduce", "--sizes",
+                   "bogus", "--repeats", "3")
+    launched = [line for line in done.stderr.splitlines()
+                if line.startswith("compare: /") or line.startswith("compare: FAILED")]
+    if (done.returncode != 2 or "compare: stopped:" not in done.stderr
+            or "'bogus' is not a size" not in done.stderr or len(launched) != 1):
+        fail(f"--sizes bogus: exit {done.returncode}, {len(launched)} runs, "
+             f"stderr {done.stderr[-600:]!r}")
+    print("compare arguments: ok")
+
+
+if __name__ == "__main__":
+    main()
