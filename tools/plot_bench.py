@@ -20,15 +20,29 @@ import sys
 from collections import defaultdict
 
 
-def load(paths):
+def load(paths, stat):
+    """The rows of every file, each with the columns the plot reads, as numbers
+    where they are numbers; a file that cannot be read or is not a tutti-bench
+    CSV ends the program, naming it."""
+    needed = {"label", "collective", "bytes", f"{stat}_us"}
     rows = []
     for path in paths:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = {"label", "collective", "bytes", "max_us"} - set(reader.fieldnames or [])
-            if missing:
-                sys.exit(f"plot_bench: {path} is not a tutti-bench CSV (no {sorted(missing)})")
-            rows.extend(reader)
+        try:
+            with open(path, newline="") as f:
+                reader = csv.DictReader(f)
+                missing = needed - set(reader.fieldnames or [])
+                if missing:
+                    sys.exit(f"plot_bench: {path} is not a tutti-bench CSV (no {sorted(missing)})")
+                for line, row in enumerate(reader, start=2):
+                    try:
+                        row["bytes"] = int(row["bytes"])
+                        row[f"{stat}_us"] = float(row[f"{stat}_us"])
+                    except (TypeError, ValueError):
+                        sys.exit(f"plot_bench: {path}, line {line}: bytes {row['bytes']!r} and "
+                                 f"{stat}_us {row[f'{stat}_us']!r} are not numbers")
+                    rows.append(row)
+        except OSError as e:
+            sys.exit(f"plot_bench: cannot read {path}: {e.strerror}")
     return rows
 
 
@@ -45,8 +59,8 @@ def series_name(row, vary_ranks, vary_transport):
 
 
 def add_point(data, row, args, vary_ranks, vary_transport):
-    latency = float(row[f"{args.stat}_us"])
-    size = int(row["bytes"])
+    latency = row[f"{args.stat}_us"]
+    size = row["bytes"]
     if args.metric == "latency":
         value = latency
     else:
@@ -72,6 +86,7 @@ def main():
     parser.add_argument("--collective", action="append",
                         help="only this collective (repeatable)")
     args = parser.parse_args()
+    rows = load(args.csv, args.stat)
 
     try:
         import matplotlib
@@ -80,7 +95,6 @@ def main():
     except ImportError:
         sys.exit("plot_bench: matplotlib is missing (Debian: apt-get install python3-matplotlib)")
 
-    rows = load(args.csv)
     if args.collective:
         rows = [r for r in rows if r["collective"] in args.collective]
     if not rows:

@@ -202,6 +202,21 @@ def main():
         if wrong.returncode != 2 or "--op: product not in {sum,compose}" not in wrong.stderr:
             fail(f"--op product: exit {wrong.returncode}, stderr {wrong.stderr!r}")
 
+        # The plot script names a file it cannot use, before it needs
+        # matplotlib: one missing, one whose numbers are not numbers.
+        bad = subprocess.run([sys.executable, args.plot, os.path.join(tmp, "missing.csv")],
+                             capture_output=True, text=True, timeout=60)
+        if bad.returncode != 1 or "plot_bench: cannot read" not in bad.stderr:
+            fail(f"plot of a missing file: exit {bad.returncode}, stderr {bad.stderr!r}")
+        broken = os.path.join(tmp, "broken.csv")
+        with open(broken, "w") as f:
+            f.write(",".join(COLUMNS) + "\n")
+            f.write(",".join("many" if c == "bytes" else "1" for c in COLUMNS) + "\n")
+        bad = subprocess.run([sys.executable, args.plot, broken], capture_output=True, text=True,
+                             timeout=60)
+        if bad.returncode != 1 or "line 2: bytes 'many'" not in bad.stderr:
+            fail(f"plot of a broken file: exit {bad.returncode}, stderr {bad.stderr!r}")
+
         python = plotting_python()
         if python is None:
             print("tutti-bench smoke: matplotlib missing, plot not tried")
