@@ -112,13 +112,31 @@ resumption_scope::~resumption_scope() {
     // Left over only when the loop ended by an exception: Asio runs them.
     for (auto* w : parked_)
         w->resume_soon();
+    for (auto& work : deferred_)
+        asio::post(context_, [work = std::move(work)] { work->run(); });
 }
 
 std::size_t resumption_scope::resume() {
     std::size_t i = 0;
-    // Resumed coroutines may queue more waiters: parked_ grows meanwhile.
-    for (; i < parked_.size(); ++i)
-        parked_[i]->resume_here();
+    for (;;) {
+        // Resumed coroutines may queue more waiters: parked_ grows meanwhile.
+        for (; i < parked_.size(); ++i)
+            parked_[i]->resume_here();
+        if (deferred_.empty()) break;
+        // Deferred work may defer more, and complete receives.
+        auto now = std::move(deferred_);
+        deferred_.clear();
+        for (std::size_t k = 0; k < now.size(); ++k) {
+            try {
+                now[k]->run();
+            } catch (...) {
+                // What is left runs later (the destructor hands it to Asio).
+                for (++k; k < now.size(); ++k)
+                    deferred_.push_back(std::move(now[k]));
+                throw;
+            }
+        }
+    }
     parked_.clear();
     return i;
 }
@@ -137,6 +155,13 @@ polling_budget polling_here() noexcept {
 
 asio::io_context* resumption_context() noexcept {
     return current_scope ? &current_scope->context_ : nullptr;
+}
+
+bool defer_past_waiters(asio::io_context& context, std::unique_ptr<deferred_work>& work) {
+    auto* scope = current_scope;
+    if (!scope || &scope->context_ != &context) return false;
+    scope->deferred_.push_back(std::move(work));
+    return true;
 }
 
 bool park_for_resumption(asio::io_context& context, parked_waiter* waiter) noexcept {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "core/task.hpp"
@@ -86,6 +87,16 @@ polling_budget polling_here() noexcept;
 // for is often only a cache-line transfer away (a peer exchanging with it),
 // and finding it then costs neither the suspension nor the resumption.
 // Not where ranks outnumber the cores: the peer may be waiting for this one.
+//
+// Work can also wait there until the waiters have run (defer_past_waiters).
+
+// Work run by a resumption scope after its waiters.
+class deferred_work {
+public:
+    virtual ~deferred_work() = default;
+    virtual void run() = 0;
+};
+
 class resumption_scope {
 public:
     resumption_scope(asio::io_context& context, transport& polled);
@@ -94,11 +105,13 @@ public:
     resumption_scope& operator=(const resumption_scope&) = delete;
 
     // Resumes the waiters queued so far, and those they queue in turn, in
-    // order; how many.
+    // order, then the deferred work (and the waiters and work it queues);
+    // how many waiters.
     std::size_t resume();
 
 private:
     friend bool park_for_resumption(asio::io_context&, parked_waiter*) noexcept;
+    friend bool defer_past_waiters(asio::io_context&, std::unique_ptr<deferred_work>&);
     friend asio::io_context* resumption_context() noexcept;
     friend polling_budget polling_here() noexcept;
 
@@ -107,7 +120,16 @@ private:
     unsigned rounds_;   // how many rounds before a coroutine suspends
     resumption_scope* outer_;
     std::vector<parked_waiter*> parked_;
+    std::vector<std::unique_ptr<deferred_work>> deferred_;
 };
+
+// Hands `work` to this thread's resumption scope for `context`, which runs
+// it in its resume() once the waiters queued before it have run: a
+// transport's reader that has just completed a receive looks for the next
+// message after the receive's coroutine has gone on (and sent its own),
+// not before. False, `work` left with the caller, when no scope for
+// `context` is active on this thread.
+bool defer_past_waiters(asio::io_context& context, std::unique_ptr<deferred_work>& work);
 
 } // namespace detail
 

@@ -217,3 +217,60 @@ TEST_CASE("task: a block freed after its thread's free lists were released goes 
     }).join();
     CHECK(kept_after == kept_before);
 }
+
+namespace {
+// Deferred work that notes that it ran.
+struct noting_work final : detail::deferred_work {
+    noting_work(std::vector<std::string>& notes, std::string note)
+        : notes_(notes), note_(std::move(note)) {}
+    void run() override { notes_.push_back(note_); }
+    std::vector<std::string>& notes_;
+    std::string note_;
+};
+} // namespace
+
+TEST_CASE("progress: work deferred past the waiters runs after them, in the same round") {
+    inproc::run_threads(1, [](communicator comm) {
+        auto& io = comm.context();
+        auto r = make_request();
+        std::vector<std::string> notes;
+        spawn(
+            io,
+            [&]() -> task<void> {
+                co_await r->wait();
+                notes.push_back("waiter");
+            },
+            asio::detached);
+        // What a transport's reader does: completes a receive (its waiter is
+        // queued in the loop's scope), then defers its own next step.
+        asio::post(io, [&] {
+            r->complete();
+            notes.push_back("handler");
+            std::unique_ptr<detail::deferred_work> work =
+                std::make_unique<noting_work>(notes, "deferred");
+            CHECK(detail::defer_past_waiters(io, work));
+            CHECK_FALSE(work);
+        });
+        drive(io, comm.transport(), [&] { return notes.size() == 3; });
+        CHECK(notes == std::vector<std::string>{"handler", "waiter", "deferred"});
+
+        // No progress loop here: the work stays with the caller.
+        std::unique_ptr<detail::deferred_work> work = std::make_unique<noting_work>(notes, "no");
+        CHECK_FALSE(detail::defer_past_waiters(io, work));
+        CHECK(work);
+
+        // A loop ended by another handler's exception hands what it deferred
+        // to Asio, which runs it later.
+        asio::post(io, [&] {
+            std::unique_ptr<detail::deferred_work> later =
+                std::make_unique<noting_work>(notes, "after the exception");
+            CHECK(detail::defer_past_waiters(io, later));
+            throw std::runtime_error("other work failed");
+        });
+        CHECK_THROWS_AS(drive(io, comm.transport(), [] { return false; }), std::runtime_error);
+        CHECK(notes.size() == 3);
+        io.restart(); // stopped when it last ran out of work
+        io.poll();
+        CHECK(notes.back() == "after the exception");
+    });
+}

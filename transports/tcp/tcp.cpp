@@ -30,6 +30,7 @@
 
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
+#include "core/progress.hpp"
 #include "core/scratch.hpp"
 #include "transports/tcp/frame.hpp"
 #include "transports/tcp/handshake.hpp"
@@ -87,6 +88,30 @@ asio::awaitable<void> read_observed(asio::ip::tcp::socket& socket, std::span<std
             asio::buffer(into.data() + from, into.size() - from), asio::use_awaitable);
         if (from < into.size()) observer.landed(from);
     }
+}
+
+// The read loop's pause between messages (see core::read_loop): it goes on
+// in the progress loop's resume(), after the coroutines its messages
+// completed (detail::defer_past_waiters).
+template <class Handler>
+class reader_after_waiters final : public detail::deferred_work {
+public:
+    explicit reader_after_waiters(Handler handler) : handler_(std::move(handler)) {}
+    void run() override { std::move(handler_)(); }
+
+private:
+    Handler handler_;
+};
+
+auto after_waiters(asio::io_context& context) {
+    return asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [&context](auto handler) {
+            std::unique_ptr<detail::deferred_work> work =
+                std::make_unique<reader_after_waiters<decltype(handler)>>(std::move(handler));
+            if (!detail::defer_past_waiters(context, work))
+                asio::post(context, [work = std::move(work)] { work->run(); });
+        },
+        asio::use_awaitable);
 }
 
 // A refused connection means nobody listens there any more: the peer is gone.
@@ -935,6 +960,10 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
     std::vector<std::byte> buffer(read_buffer_bytes);
     std::size_t begin = 0;
     std::size_t end = 0;
+    // Whether the last read left the socket empty (it returned less than it
+    // asked for).
+    bool drained = false;
+    const bool crowded = ranks_outnumber_cores(size_);
     // Reads until at least `want` bytes are buffered from `begin`.
     auto fill = [&](std::size_t want) -> asio::awaitable<void> {
         if (begin + want > buffer.size()) {
@@ -945,15 +974,36 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
         while (end - begin < want) {
             const std::size_t room =
                 std::min(buffer.size() - end, std::max(want - (end - begin), read_ahead_bytes));
-            end += co_await socket->async_read_some(asio::buffer(buffer.data() + end, room),
-                                                    asio::use_awaitable);
+            const std::size_t n = co_await socket->async_read_some(
+                asio::buffer(buffer.data() + end, room), asio::use_awaitable);
+            end += n;
+            drained = n < room;
         }
     };
     std::exception_ptr failure;
     try {
         for (;;) {
             if (end - begin < frame_header_size) {
-                if (begin == end) begin = end = 0;
+                if (begin == end) {
+                    begin = end = 0;
+                    // Every message read so far is delivered and the last
+                    // read emptied the socket: the next read waits until the
+                    // coroutines those messages completed have gone on (and
+                    // sent what they send). Asio 1.22 reads again at once
+                    // after any read that returned bytes (it counts only end
+                    // of file as empty), and that read mostly finds nothing:
+                    // a system call of 0.7 us here (EAGAIN) ahead of the
+                    // coroutine, on every small exchange's critical path.
+                    // Made after it, the read finds the next message already
+                    // there as often, and an empty socket costs time this
+                    // rank waits anyway. Waiting for readiness instead lost
+                    // those finds, and was slower. Not where ranks outnumber
+                    // the cores: there the coroutine soon waits and yields,
+                    // and reading first was quicker (docs/performance.md,
+                    // sixty-second session).
+                    if (drained && !crowded && detail::resumption_context() == &context_)
+                        co_await after_waiters(context_);
+                }
                 co_await fill(frame_header_size);
             }
             const auto header =
