@@ -1057,6 +1057,8 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                 }
                 if (!claimed) account_unexpected(m);
                 mailbox_.land(m, claimed, staging);
+                // Read to its end, not past it: more may be there.
+                drained = false;
                 continue;
             }
             // Control frames: a few bytes at most (frame.hpp bounds them).
