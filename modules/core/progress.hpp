@@ -76,6 +76,13 @@ struct polling_budget {
 };
 polling_budget polling_here() noexcept;
 
+// Work run by a resumption scope after its waiters (defer_past_waiters).
+class deferred_work {
+public:
+    virtual ~deferred_work() = default;
+    virtual void run() = 0;
+};
+
 // While it lives, requests completed on this thread whose waiter runs on
 // `context` are not posted to the context but queued here, and resume()
 // runs them. A completion found by polling a transport would otherwise take a
@@ -89,14 +96,6 @@ polling_budget polling_here() noexcept;
 // Not where ranks outnumber the cores: the peer may be waiting for this one.
 //
 // Work can also wait there until the waiters have run (defer_past_waiters).
-
-// Work run by a resumption scope after its waiters.
-class deferred_work {
-public:
-    virtual ~deferred_work() = default;
-    virtual void run() = 0;
-};
-
 class resumption_scope {
 public:
     resumption_scope(asio::io_context& context, transport& polled);

@@ -188,21 +188,23 @@ namespace {
 // CLI11's PositiveNumber and NonNegativeNumber say "Value 0 not in range
 // 0.000000 to 1.797693e+308"; these say what is wanted. Text that is not a
 // number passes here and fails CLI11's conversion, which names it.
-CLI::Validator number_above(double low, const char* wanted, const char* name) {
+// Numbers at least `low`, or (low_allowed false) above it.
+CLI::Validator number_from(double low, bool low_allowed, const char* wanted, const char* name) {
     return CLI::Validator(
-        [low, wanted](std::string& text) -> std::string {
+        [low, low_allowed, wanted](std::string& text) -> std::string {
             double value = 0;
             try {
                 value = std::stod(text);
             } catch (const std::exception&) {
                 return "";
             }
-            return value > low ? "" : fmt::format("must be {} (got {})", wanted, text);
+            const bool ok = low_allowed ? value >= low : value > low;
+            return ok ? "" : fmt::format("must be {} (got {})", wanted, text);
         },
         name);
 }
-const CLI::Validator positive = number_above(0, "above 0", "POSITIVE");
-const CLI::Validator non_negative = number_above(-1, "0 or more", "NONNEGATIVE");
+const CLI::Validator positive = number_from(0, false, "above 0", "POSITIVE");
+const CLI::Validator non_negative = number_from(0, true, "0 or more", "NONNEGATIVE");
 } // namespace
 
 void add_options(CLI::App& app, settings& s) {
