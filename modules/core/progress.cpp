@@ -55,8 +55,9 @@ void backoff::pause(transport& t) {
         // looks at every peer: over TCP, whose messages come through the
         // io_context looked at every fourth round, small calls took 1.3
         // times as long.
-        const bool crowded = t.size() > 2 * here().cores;
-        eager_ = !crowded && ranks_outnumber_cores(t.size()) && t.progress_finds_messages();
+        const int sharing = t.ranks_on_this_machine();
+        const bool crowded = sharing > 2 * here().cores;
+        eager_ = !crowded && ranks_outnumber_cores(sharing) && t.progress_finds_messages();
         every_round_ = crowded || eager_;
         idle_since_ = clock::now();
         // The world's ranks may share this machine's cores: the shared-memory
@@ -65,9 +66,9 @@ void backoff::pause(transport& t) {
         // cores) never needs to give it up for a peer, and a yield would only
         // hand it to another program for a time slice: it spins, as MPI does,
         // until it blocks.
-        spin_ = ranks_outnumber_cores(t.size()) ? spin_oversubscribed
-                : here().bound                  ? block_after
-                                                : spin_dedicated;
+        spin_ = ranks_outnumber_cores(sharing) ? spin_oversubscribed
+                : here().bound                 ? block_after
+                                               : spin_dedicated;
     }
     if (!every_round_ && rounds_ % clock_every != 0) {
         detail::cpu_relax();
@@ -103,7 +104,8 @@ resumption_scope::resumption_scope(asio::io_context& context, transport& polled)
       // rounds here (each a look at every peer's ring, a far line in a slow
       // mode) cost the small calls of 3-8 ranks on 2 cores 5-25 % per
       // iteration (fiftieth session, docs/performance.md).
-      rounds_(ranks_outnumber_cores(polled.size()) ? 0 : 64), outer_(current_scope) {
+      rounds_(ranks_outnumber_cores(polled.ranks_on_this_machine()) ? 0 : 64),
+      outer_(current_scope) {
     current_scope = this;
 }
 

@@ -84,6 +84,11 @@ public:
     virtual std::string_view name() const noexcept = 0;
     virtual int rank() const noexcept = 0; // this endpoint's rank in the world
     virtual int size() const noexcept = 0; // ranks in the world
+    // Ranks of the world that run on this rank's machine (this one among
+    // them), and so share its cores: what the progress engine's back-off
+    // weighs against the cores. A transport between machines says how many
+    // of its peers share this one; the others' worlds are on one machine.
+    virtual int ranks_on_this_machine() const noexcept { return size(); }
     virtual asio::io_context& context() noexcept = 0;
     virtual transport_capabilities capabilities() const noexcept = 0;
     // capabilities().single_copy alone. Every call asks it (the remembered

@@ -39,6 +39,16 @@ int main(int argc, char** argv) {
                      job.rank(), job.world().hierarchy() ? "carries" : "carries no", expected);
         return 1;
     }
+    // Every job of the suite runs on this one machine, in network
+    // namespaces or posed as several nodes or not: its ranks share the
+    // cores, whatever the transport.
+    if (const int sharing = job.world().transport().ranks_on_this_machine();
+        sharing != job.size()) {
+        std::fprintf(stderr,
+                     "rank %d: the %s transport counts %d of the %d ranks on this machine\n",
+                     job.rank(), transport.c_str(), sharing, job.size());
+        return 1;
+    }
     tutti::testing::job_world() = job.world();
     doctest::Context context(argc, argv);
     // One full report for the job is enough; the other ranks print failures.

@@ -309,6 +309,9 @@ public:
     std::string_view name() const noexcept override { return "shm+tcp"; }
     int rank() const noexcept override { return rank_; }
     int size() const noexcept override { return size_; }
+    // TCP's count: ranks posed as several nodes on one machine (TUTTI_NODE)
+    // still share its cores.
+    int ranks_on_this_machine() const noexcept override { return tcp_->ranks_on_this_machine(); }
     asio::io_context& context() noexcept override { return context_; }
 
     // What selection should plan for: the slowest route.

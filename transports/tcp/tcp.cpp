@@ -190,6 +190,17 @@ std::string host_address() {
     return "127.0.0.1";
 }
 
+// Which machine this process runs on, as far as sharing cores goes: the
+// kernel's boot id, the same in every network namespace and container of
+// one machine (which host names and TUTTI_NODE need not be); the host name
+// where the kernel does not say.
+std::string this_machine() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    if (in >> id && !id.empty()) return id;
+    return ip::host_name();
+}
+
 struct message_key_hash {
     std::size_t operator()(const message_key& k) const noexcept {
         return call_key_hash{}(call_of(k)) ^ (k.step * 0x9E3779B97F4A7C15ull);
@@ -276,6 +287,7 @@ public:
 
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
+    int ranks_on_this_machine() const noexcept { return ranks_on_this_machine_; }
     asio::io_context& context() noexcept { return context_; }
     bool busy_poll() const noexcept { return busy_poll_; }
 
@@ -341,6 +353,7 @@ private:
 
     int rank_;
     int size_;
+    int ranks_on_this_machine_ = 1;
     std::string job_id_;
     asio::io_context& context_;
     options opts_;
@@ -445,7 +458,8 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         secret_hex = job_secret::generate().to_hex();
         shared = secret_hex;
     }
-    const std::string blob = mine + "|" + shared;
+    const std::string machine = opts_.machine.empty() ? this_machine() : opts_.machine;
+    const std::string blob = mine + "|" + shared + "|" + machine;
     const auto* bytes = reinterpret_cast<const std::byte*>(blob.data());
     const auto blobs = boot.all_gather(std::span(bytes, blob.size()));
     if (blobs.size() != static_cast<std::size_t>(size_))
@@ -453,13 +467,17 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
                     fmt::format("tcp transport: the bootstrap returned {} blobs for {} ranks",
                                 blobs.size(), size_));
     std::string secret_of_rank0;
+    ranks_on_this_machine_ = 0;
     for (int r = 0; r < size_; ++r) {
         const auto& b = blobs[static_cast<std::size_t>(r)];
         const std::string text(reinterpret_cast<const char*>(b.data()), b.size());
         const auto bar = text.find('|');
         const auto colon = text.rfind(':', bar);
+        const auto second_bar =
+            bar == std::string::npos ? std::string::npos : text.find('|', bar + 1);
         ip::tcp::endpoint where;
-        bool valid = bar != std::string::npos && colon != std::string::npos && colon < bar;
+        bool valid = bar != std::string::npos && colon != std::string::npos && colon < bar &&
+                     second_bar != std::string::npos;
         if (valid) {
             auto host = text.substr(0, colon);
             if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -478,7 +496,8 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
                                     r));
         endpoints_.push_back(text.substr(0, bar));
         addresses_.push_back(where);
-        if (r == 0) secret_of_rank0 = text.substr(bar + 1);
+        if (r == 0) secret_of_rank0 = text.substr(bar + 1, second_bar - bar - 1);
+        if (text.compare(second_bar + 1, std::string::npos, machine) == 0) ++ranks_on_this_machine_;
     }
     if (secret_hex.empty()) secret_hex = secret_of_rank0;
     if (secret_hex.empty())
@@ -963,7 +982,7 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
     // Whether the last read left the socket empty (it returned less than it
     // asked for).
     bool drained = false;
-    const bool crowded = ranks_outnumber_cores(size_);
+    const bool crowded = ranks_outnumber_cores(ranks_on_this_machine_);
     // Reads until at least `want` bytes are buffered from `begin`.
     auto fill = [&](std::size_t want) -> asio::awaitable<void> {
         if (begin + want > buffer.size()) {
@@ -1230,6 +1249,7 @@ public:
     std::string_view name() const noexcept override { return "tcp"; }
     int rank() const noexcept override { return core_->rank(); }
     int size() const noexcept override { return core_->size(); }
+    int ranks_on_this_machine() const noexcept override { return core_->ranks_on_this_machine(); }
     asio::io_context& context() noexcept override { return core_->context(); }
     bool single_copy_now() const noexcept override { return false; }
     transport_capabilities capabilities() const noexcept override {

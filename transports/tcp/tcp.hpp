@@ -81,6 +81,13 @@ struct options {
     //   system's default.
     // TUTTI_TCP_CONGESTION overrides it.
     std::string congestion_control;
+    // Which machine this rank runs on: the ranks that name the same one
+    // share its cores, and a rank waits for them as it would for ranks of
+    // shared memory (transport::ranks_on_this_machine). "" : the kernel's
+    // boot id, which every process of one machine sees, in any network
+    // namespace or container; a test poses ranks of one machine as on
+    // several with it.
+    std::string machine;
 };
 
 // What happened on this rank's connections, for tests and tutti-info.

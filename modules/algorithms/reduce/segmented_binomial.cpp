@@ -83,7 +83,7 @@ task<void> segmented_binomial(const call_context& ctx, const reduce_args& a) {
     // 8 KiB segments took 58.7 us against the whole vector's 37.3;
     // cell-sized ones 24.6 against 32.3 in another run).
     const std::size_t least =
-        ranks_outnumber_cores(t.size())
+        ranks_outnumber_cores(t.ranks_on_this_machine())
             ? 1
             : std::min(least_segments, std::max(bytes / least_segment_bytes, std::size_t{1}));
     const std::size_t wanted =

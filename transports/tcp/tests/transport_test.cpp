@@ -38,10 +38,14 @@ namespace {
 const std::string secret_hex(64, 'a');
 const std::string job = "tcp-transport-test";
 
-// Rank 0 of a job whose other ranks' endpoints are given.
+// Rank 0 of a job whose other ranks' endpoints are given, with the machines
+// they say they run on ("elsewhere" unless given).
 class fake_bootstrap final : public bootstrap {
 public:
-    explicit fake_bootstrap(std::vector<std::string> others) : others_(std::move(others)) {}
+    explicit fake_bootstrap(std::vector<std::string> others, std::vector<std::string> machines = {})
+        : others_(std::move(others)), machines_(std::move(machines)) {
+        machines_.resize(others_.size(), "elsewhere");
+    }
     int rank() const noexcept override { return 0; }
     int size() const noexcept override { return static_cast<int>(others_.size()) + 1; }
     const std::string& job_id() const noexcept override { return job_; }
@@ -50,8 +54,8 @@ public:
     std::string reachable_address() const override { return "127.0.0.1"; }
     std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
         std::vector<std::vector<std::byte>> all{{mine.begin(), mine.end()}};
-        for (const auto& other : others_) {
-            const auto text = other + "|";
+        for (std::size_t i = 0; i < others_.size(); ++i) {
+            const auto text = others_[i] + "||" + machines_[i];
             const auto* p = reinterpret_cast<const std::byte*>(text.data());
             all.emplace_back(p, p + text.size());
         }
@@ -60,6 +64,7 @@ public:
 
 private:
     std::vector<std::string> others_;
+    std::vector<std::string> machines_;
     std::string job_ = job;
     std::string node_ = "here";
 };
@@ -609,6 +614,50 @@ TEST_CASE("tcp transport: bad options are refused with the reason") {
                              error);
         ::unsetenv("TUTTI_TCP_UNPOSTED_WAIT_NS_PER_BYTE");
     }
+}
+
+TEST_CASE("tcp transport: only the ranks that name this rank's machine share its cores") {
+    asio::io_context io;
+    const std::vector<std::string> others{"127.0.0.1:9", "127.0.0.1:10", "127.0.0.1:11"};
+    auto o = test_options();
+    // Left to itself, a rank names its kernel's boot id, which no peer here
+    // does.
+    fake_bootstrap elsewhere(others);
+    CHECK(tcp::create_transport(elsewhere, io, o)->ranks_on_this_machine() == 1);
+    o.machine = "node-a";
+    fake_bootstrap split(others, {"node-b", "node-a", "node-b"});
+    auto t = tcp::create_transport(split, io, o);
+    CHECK(t->size() == 4);
+    CHECK(t->ranks_on_this_machine() == 2);
+    fake_bootstrap together(others, {"node-a", "node-a", "node-a"});
+    CHECK(tcp::create_transport(together, io, o)->ranks_on_this_machine() == 4);
+    // A machine named like another but longer is another machine.
+    fake_bootstrap longer(others, {"node-a2", "node-", "node-a"});
+    CHECK(tcp::create_transport(longer, io, o)->ranks_on_this_machine() == 2);
+}
+
+TEST_CASE("tcp transport: a peer's endpoint without its machine is refused as malformed") {
+    asio::io_context io;
+    // An older tutti's blob: address and secret only.
+    class old_peer final : public bootstrap {
+    public:
+        int rank() const noexcept override { return 0; }
+        int size() const noexcept override { return 2; }
+        const std::string& job_id() const noexcept override { return job_; }
+        const std::string& node() const noexcept override { return job_; }
+        std::string_view method() const noexcept override { return "test"; }
+        std::string reachable_address() const override { return "127.0.0.1"; }
+        std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
+            const std::string text = "127.0.0.1:9|";
+            const auto* p = reinterpret_cast<const std::byte*>(text.data());
+            return {{mine.begin(), mine.end()}, {p, p + text.size()}};
+        }
+
+    private:
+        std::string job_ = job;
+    } boot;
+    CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, test_options()),
+                         doctest::Contains("rank 1 published a malformed endpoint"), error);
 }
 
 namespace {
