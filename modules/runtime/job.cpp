@@ -12,6 +12,7 @@
 
 #include "algorithms/collectives.hpp"
 #include "bootstrap/join.hpp"
+#include "core/debug.hpp"
 #include "core/error.hpp"
 #include "core/wait.hpp"
 #include "hierarchy/hierarchy.hpp"
@@ -47,10 +48,6 @@ bool environment_flag(const char* name, bool otherwise = false) {
     return std::string_view(v) != "0";
 }
 
-bool debug_enabled() {
-    return environment_flag("TUTTI_DEBUG");
-}
-
 } // namespace
 
 job::job(job_options options)
@@ -63,13 +60,13 @@ job::job(job_options options)
         options.node_hierarchy.value_or(environment_flag("TUTTI_NODE_HIERARCHY", true));
     if (wanted && across_nodes)
         world_ = tutti::wait(world_, make_hierarchy(world_, {node_colour(connected_.routes)}));
-    if (debug_enabled()) {
+    if (detail::debug_enabled()) {
         const auto& t = connected_.routes;
-        fmt::print(stderr,
-                   "tutti routing: rank {} of {} on node '{}', job {}, transport {}{}: {}\n",
-                   t.rank, t.size(), bootstrap_->node(), bootstrap_->job_id(), t.transport_name,
-                   world_.hierarchy() ? ", world with the node hierarchy" : "",
-                   fmt::join(t.describe(), "; "));
+        detail::debug_log("routing", "rank {} of {} on node '{}', job {}, transport {}{}: {}",
+                          t.rank, t.size(), bootstrap_->node(), bootstrap_->job_id(),
+                          t.transport_name,
+                          world_.hierarchy() ? ", world with the node hierarchy" : "",
+                          fmt::join(t.describe(), "; "));
         std::fflush(stderr);
     }
 }

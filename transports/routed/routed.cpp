@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "bootstrap/node_bootstrap.hpp"
+#include "core/debug.hpp"
 #include "core/error.hpp"
 
 namespace tutti::routed {
@@ -99,11 +100,6 @@ routing_table plan_routes(int rank, std::vector<std::string> nodes, choice wante
 
 namespace {
 
-bool debug_enabled() {
-    const char* v = std::getenv("TUTTI_DEBUG");
-    return v && *v && std::string_view(v) != "0";
-}
-
 bool is_peer_lost(const std::exception_ptr& e) {
     try {
         std::rethrow_exception(e);
@@ -176,11 +172,11 @@ struct shared_state {
     void lose(const std::exception_ptr& why) {
         if (failure || closing) return;
         failure = why;
-        if (debug_enabled()) {
+        if (detail::debug_enabled()) {
             try {
                 std::rethrow_exception(why);
             } catch (const std::exception& e) {
-                fmt::print(stderr, "tutti routed: failing every pending request: {}\n", e.what());
+                detail::debug_log("routed", "failing every pending request: {}", e.what());
             }
         }
         // Before the callers learn of it and perhaps leave.

@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 
 #include "core/copy.hpp"
+#include "core/debug.hpp"
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
 #include "core/progress.hpp"
@@ -247,18 +248,9 @@ bool spin_until(Ready ready, std::chrono::steady_clock::duration limit) {
     }
 }
 
-bool debug_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("TUTTI_DEBUG");
-        return v && *v && std::strcmp(v, "0") != 0;
-    }();
-    return on;
-}
-
 template <class... Args>
 void debug(fmt::format_string<Args...> format, Args&&... args) {
-    if (debug_enabled())
-        fmt::print(stderr, "tutti shm: {}\n", fmt::format(format, std::forward<Args>(args)...));
+    detail::debug_log("shm", format, std::forward<Args>(args)...);
 }
 
 // Writes the 64-byte line `whole` to `to` (line-aligned) past the caches, in

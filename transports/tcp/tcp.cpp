@@ -28,6 +28,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
+#include "core/debug.hpp"
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
 #include "core/progress.hpp"
@@ -121,18 +122,9 @@ constexpr auto longest_retry_delay = std::chrono::milliseconds(200);
 // At the end, how long to wait for peers to see our goodbye and send theirs.
 constexpr auto goodbye_grace = std::chrono::milliseconds(2000);
 
-bool debug_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("TUTTI_DEBUG");
-        return v && *v && std::strcmp(v, "0") != 0;
-    }();
-    return on;
-}
-
 template <class... Args>
 void debug(fmt::format_string<Args...> format, Args&&... args) {
-    if (debug_enabled())
-        fmt::print(stderr, "tutti tcp: {}\n", fmt::format(format, std::forward<Args>(args)...));
+    detail::debug_log("tcp", format, std::forward<Args>(args)...);
 }
 
 // What a tutti::error says without its "tutti: " prefix, to quote it.
