@@ -386,7 +386,8 @@ def main():
     variants = [v for v in TUTTI_VARIANTS if v in implementations]
     header = ["collective", "ranks", "bytes"] + [f"{i}_us" for i in implementations]
     header += ["ratio"] + [f"{TUTTI_VARIANTS[v][1]}_ratio" for v in variants]
-    header += ["mean_over_ranks_ratio", "iteration_ratio", "tutti_rounds_won", "rounds", "sign_test_p"]
+    header += ["mean_over_ranks_ratio", "iteration_ratio", "tutti_rounds_won", "rounds",
+               "sign_test_p"]
     header += ["tutti_GBps", "best_mpi_GBps", "tutti_spread"]
     if args.memcpy:
         header += ["memcpy_GBps", "tutti_of_memcpy"]
