@@ -39,10 +39,12 @@ const std::string secret_hex(64, 'a');
 const std::string job = "tcp-transport-test";
 
 // Rank 0 of a job whose other ranks' endpoints are given, with the machines
-// they say they run on ("elsewhere" unless given).
+// they say they run on ("elsewhere" unless given; none at all, as an older
+// tutti published, for nullopt).
 class fake_bootstrap final : public bootstrap {
 public:
-    explicit fake_bootstrap(std::vector<std::string> others, std::vector<std::string> machines = {})
+    explicit fake_bootstrap(std::vector<std::string> others,
+                            std::vector<std::optional<std::string>> machines = {})
         : others_(std::move(others)), machines_(std::move(machines)) {
         machines_.resize(others_.size(), "elsewhere");
     }
@@ -55,7 +57,7 @@ public:
     std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
         std::vector<std::vector<std::byte>> all{{mine.begin(), mine.end()}};
         for (std::size_t i = 0; i < others_.size(); ++i) {
-            const auto text = others_[i] + "||" + machines_[i];
+            const auto text = others_[i] + "|" + (machines_[i] ? "|" + *machines_[i] : "");
             const auto* p = reinterpret_cast<const std::byte*>(text.data());
             all.emplace_back(p, p + text.size());
         }
@@ -64,7 +66,7 @@ public:
 
 private:
     std::vector<std::string> others_;
-    std::vector<std::string> machines_;
+    std::vector<std::optional<std::string>> machines_;
     std::string job_ = job;
     std::string node_ = "here";
 };
@@ -639,23 +641,7 @@ TEST_CASE("tcp transport: only the ranks that name this rank's machine share its
 TEST_CASE("tcp transport: a peer's endpoint without its machine is refused as malformed") {
     asio::io_context io;
     // An older tutti's blob: address and secret only.
-    class old_peer final : public bootstrap {
-    public:
-        int rank() const noexcept override { return 0; }
-        int size() const noexcept override { return 2; }
-        const std::string& job_id() const noexcept override { return job_; }
-        const std::string& node() const noexcept override { return job_; }
-        std::string_view method() const noexcept override { return "test"; }
-        std::string reachable_address() const override { return "127.0.0.1"; }
-        std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
-            const std::string text = "127.0.0.1:9|";
-            const auto* p = reinterpret_cast<const std::byte*>(text.data());
-            return {{mine.begin(), mine.end()}, {p, p + text.size()}};
-        }
-
-    private:
-        std::string job_ = job;
-    } boot;
+    fake_bootstrap boot({"127.0.0.1:9"}, {std::nullopt});
     CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, test_options()),
                          doctest::Contains("rank 1 published a malformed endpoint"), error);
 }
