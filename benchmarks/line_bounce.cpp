@@ -93,16 +93,12 @@ int main(int argc, char** argv) {
     const auto found = tutti_bench::first_two_cpus("line_bounce");
     if (!found) return 2;
     const auto cpus = *found;
-    if (!tutti_bench::pin_to(cpus[0])) {
-        std::fprintf(stderr, "line_bounce: cannot pin to CPU %d\n", cpus[0]);
-        return 2;
-    }
+    if (!tutti_bench::pin_or_say("line_bounce", cpus[0])) return 2;
     const auto start = std::chrono::steady_clock::now();
     std::thread other([&] {
         // Unpinned, it still bounces (its figure then means less): the
         // main thread waits for it either way.
-        if (!tutti_bench::pin_to(cpus[1]))
-            std::fprintf(stderr, "line_bounce: cannot pin to CPU %d; running unpinned\n", cpus[1]);
+        tutti_bench::pin_or_say("line_bounce", cpus[1], "running unpinned");
         run(second_line, first_line, rounds);
     });
     run(first_line, second_line, rounds);

@@ -38,4 +38,13 @@ inline bool pin_to(int cpu) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
+// pin_to, saying on stderr, prefixed by `program`, when the system refuses
+// and, if `then` is given, what the program does about it.
+inline bool pin_or_say(const char* program, int cpu, const char* then = nullptr) {
+    if (pin_to(cpu)) return true;
+    std::fprintf(stderr, "%s: cannot pin to CPU %d%s%s\n", program, cpu, then ? "; " : "",
+                 then ? then : "");
+    return false;
+}
+
 } // namespace tutti_bench
