@@ -1906,18 +1906,19 @@ bool endpoint::take_awaited_at_head(const message_header& expected, std::span<st
 // The first lines of a data cell's payload, asked for all at once before the
 // copy that reads them in order. They come from the sender's cache, or from
 // memory where it streamed them, and the copy alone keeps only a few misses
-// in flight until the hardware prefetcher has seen the stream: a cell of
-// 4-32 KiB was copied out 5-20 % quicker in the slow mode (a line ~255 ns),
-// level in the quick one. Below 4 KiB it gained nothing; prefetching a
-// whole 32 KiB cell made the 256 KiB-1 MiB broadcasts, a stream of full
-// cells, 4-15 % slower, while 8 KiB of it keeps them level
+// in flight until the hardware prefetcher has seen the stream: the 2-rank
+// calls of 4-64 KiB took 0.77-0.96 of the time in the slow mode (a line
+// ~255 ns), about as long in the quick one. Below 4 KiB it gained nothing; prefetching a
+// whole 32 KiB cell made the 256 KiB-1 MiB calls, streams of full cells,
+// 3-15 % slower, while 8 KiB of it keeps them level
 // (docs/performance.md, sixty-fourth session).
 constexpr std::size_t prefetch_arrived_from = 4096;
 constexpr std::size_t prefetch_arrived_head = 8192;
 
 void endpoint::prefetch_arrived_payload(const std::byte* cell, const cell_header& h) const {
     if (h.type != cell_type::data || h.length < prefetch_arrived_from) return;
-    const std::size_t bytes = std::min<std::size_t>(h.length, prefetch_arrived_head);
+    const std::size_t bytes =
+        std::min({std::size_t{h.length}, payload_capacity(), prefetch_arrived_head});
     for (std::size_t at = sizeof h; at < sizeof h + bytes; at += line)
         __builtin_prefetch(cell + at, 0, 3);
 }
