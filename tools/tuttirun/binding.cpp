@@ -13,6 +13,15 @@ core_binder::core_binder() {
         throw tutti::error(tutti::errc::invalid_argument,
                            "--bind core: hwloc could not read this machine's topology");
     }
+    // hwloc leaves out what a cgroup forbids, not what this process's own
+    // affinity does (taskset, a scheduler's binding of the launcher): the
+    // ranks go on the CPUs tuttirun itself was given.
+    if (hwloc_bitmap_t allowed = hwloc_bitmap_alloc()) {
+        if (hwloc_get_cpubind(topology_, allowed, HWLOC_CPUBIND_PROCESS) == 0 &&
+            !hwloc_bitmap_iszero(allowed))
+            hwloc_topology_restrict(topology_, allowed, 0);
+        hwloc_bitmap_free(allowed);
+    }
     cores_ = hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_CORE);
     if (cores_ <= 0) {
         hwloc_topology_destroy(topology_);

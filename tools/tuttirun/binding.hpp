@@ -1,5 +1,6 @@
 // --bind core: rank r runs on core r mod (cores of this machine), as hwloc
-// sees the machine (HWLOC_OBJ_CORE, restricted to the CPUs we may use).
+// sees the machine (HWLOC_OBJ_CORE, restricted to the CPUs tuttirun may run
+// on: its cgroup's and its own affinity's).
 #pragma once
 
 #include <hwloc.h>

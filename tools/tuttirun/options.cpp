@@ -110,8 +110,8 @@ parse_outcome parse_command_line(const std::vector<std::string>& args) {
             ->check(CLI::Range(0.001, 31'536'000.0));
     std::string bind = "none";
     app.add_option("--bind", bind,
-                   "core: bind rank r to core r mod (cores of the machine), exported as "
-                   "TUTTI_BOUND_CORE; none: leave ranks unbound")
+                   "core: bind rank r to core r mod (the cores tuttirun may run on), "
+                   "exported as TUTTI_BOUND_CORE; none: leave ranks unbound")
         ->type_name("MODE")
         ->capture_default_str()
         ->check(CLI::IsMember({"core", "none"}));

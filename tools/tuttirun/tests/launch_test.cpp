@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include <sched.h>
 #include <sys/stat.h>
 
 using namespace tuttirun_test;
@@ -377,6 +378,25 @@ TEST_CASE("ranks read an empty stdin") {
     CHECK(l.out() == "stdin bytes 0\nstdin bytes 0\n");
 }
 
+// Each rank's line of the probe's "affinity": its rank, TUTTI_BOUND_CORE and
+// the CPUs it may run on.
+struct rank_placement {
+    int rank;
+    int core;
+    std::string cpus;
+};
+
+std::vector<rank_placement> placements_in(const std::string& out) {
+    const std::regex line(R"(\[(\d+)\] rank=(\d+) core=(\d+) cpus=(.*))");
+    std::vector<rank_placement> found;
+    for (const auto& l : split_lines(out)) {
+        std::smatch m;
+        REQUIRE_MESSAGE(std::regex_match(l, m, line), "unexpected line: ", l);
+        found.push_back({std::stoi(m[2]), std::stoi(m[3]), m[4]});
+    }
+    return found;
+}
+
 TEST_CASE("--bind core puts rank r on core r mod cores") {
     const tuttirun::core_binder machine;
     const int n = machine.core_count() + 1;
@@ -384,18 +404,38 @@ TEST_CASE("--bind core puts rank r on core r mod cores") {
         run({"-n", std::to_string(n), "--bind", "core", "--prefix", probe_path(), "affinity"});
     REQUIRE(r.finished);
     CHECK(r.status == 0);
-    const std::regex line(R"(\[(\d+)\] rank=(\d+) core=(\d+) cpus=(.*))");
-    int seen = 0;
-    for (const auto& l : split_lines(r.out)) {
-        std::smatch m;
-        REQUIRE_MESSAGE(std::regex_match(l, m, line), "unexpected line: ", l);
-        const int rank = std::stoi(m[2]);
-        const int core = std::stoi(m[3]);
-        CHECK(core == rank % machine.core_count());
-        CHECK(m[4] == machine.cpu_list(core));
-        ++seen;
+    const auto placed = placements_in(r.out);
+    for (const auto& p : placed) {
+        CHECK(p.core == p.rank % machine.core_count());
+        CHECK(p.cpus == machine.cpu_list(p.core));
     }
-    CHECK(seen == n);
+    CHECK(placed.size() == static_cast<std::size_t>(n));
+}
+
+TEST_CASE("--bind core binds within the CPUs tuttirun may run on") {
+    cpu_set_t before;
+    CPU_ZERO(&before);
+    REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+    int last = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &before)) last = cpu;
+    REQUIRE(last >= 0);
+    // tuttirun inherits this thread's affinity: its last CPU alone, as under
+    // `taskset -c LAST`.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    const auto r = run({"-n", "3", "--bind", "core", "--prefix", probe_path(), "affinity"});
+    REQUIRE(sched_setaffinity(0, sizeof before, &before) == 0);
+    REQUIRE(r.finished);
+    CHECK(r.status == 0);
+    const auto placed = placements_in(r.out);
+    for (const auto& p : placed) {
+        CHECK(p.core == 0);
+        CHECK(p.cpus == std::to_string(last));
+    }
+    CHECK(placed.size() == 3);
 }
 
 TEST_CASE("every rank of a job gets the same new secret, or the one given") {
