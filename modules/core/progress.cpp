@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace tutti {
 
@@ -30,14 +31,29 @@ const placement& here() noexcept {
     return p;
 }
 
+// The job's ranks' own word on it (set_cores_of_this_machines_ranks), 0
+// until said.
+std::atomic<int> agreed_cores{0};
+
+// The cores this machine's ranks share: the agreed count, else here()'s.
+int cores_shared() noexcept {
+    const int agreed = agreed_cores.load(std::memory_order_relaxed);
+    return agreed > 0 ? agreed : here().cores;
+}
+
 } // namespace
 
+void set_cores_of_this_machines_ranks(int cores) noexcept {
+    agreed_cores.store(std::max(cores, 0), std::memory_order_relaxed);
+}
+
 bool ranks_outnumber_cores(int ranks) noexcept {
-    return ranks > here().cores;
+    return ranks > cores_shared();
 }
 
 int ranks_per_core(int ranks) noexcept {
-    return (std::max(ranks, 1) + here().cores - 1) / here().cores;
+    const int cores = cores_shared();
+    return (std::max(ranks, 1) + cores - 1) / cores;
 }
 
 void backoff::pause(transport& t) {
@@ -56,7 +72,7 @@ void backoff::pause(transport& t) {
         // io_context looked at every fourth round, small calls took 1.3
         // times as long.
         const int sharing = t.ranks_on_this_machine();
-        const bool crowded = sharing > 2 * here().cores;
+        const bool crowded = sharing > 2 * cores_shared();
         eager_ = !crowded && ranks_outnumber_cores(sharing) && t.progress_finds_messages();
         every_round_ = crowded || eager_;
         idle_since_ = clock::now();

@@ -54,6 +54,13 @@ private:
 // split between two ranks runs no faster).
 bool ranks_outnumber_cores(int ranks) noexcept;
 
+// Tells the two functions around this one how many cores the job's ranks on
+// this machine may run on between them (core/placement.hpp's
+// cores_of_machine, agreed when a job is joined). 0, or until it is said:
+// the CPUs this process may run on, or the machine's where that is one
+// (then taken for a launcher's binding of one rank to each core).
+void set_cores_of_this_machines_ranks(int cores) noexcept;
+
 // How many of `ranks` processes of one job, all on this machine, each of its
 // cores runs, rounded up (transport_capabilities::ranks_per_core).
 int ranks_per_core(int ranks) noexcept;

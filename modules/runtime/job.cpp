@@ -14,6 +14,8 @@
 #include "bootstrap/join.hpp"
 #include "core/debug.hpp"
 #include "core/error.hpp"
+#include "core/placement.hpp"
+#include "core/progress.hpp"
 #include "core/wait.hpp"
 #include "hierarchy/hierarchy.hpp"
 
@@ -41,6 +43,20 @@ int node_colour(const routed::routing_table& routes) {
     return static_cast<int>(std::ranges::find(seen, mine) - seen.begin());
 }
 
+// The joined bootstrap, once its ranks have told each other where they run:
+// how many cores this machine's ranks may run on between them
+// (core/placement.hpp) is what every wait and rule after this weighs, so it
+// is said before any transport is set up.
+std::unique_ptr<bootstrap> with_cores_agreed(std::unique_ptr<bootstrap> joined) {
+    const auto blobs = joined->all_gather(placement_blob());
+    const int cores = cores_of_machine(blobs, this_machine_id());
+    set_cores_of_this_machines_ranks(cores);
+    detail::debug_log("placement",
+                      "rank {}: the job's ranks on this machine may run on {} CPUs between them",
+                      joined->rank(), cores);
+    return joined;
+}
+
 // Unset or empty: `otherwise`; "0": false; anything else: true.
 bool environment_flag(const char* name, bool otherwise = false) {
     const char* v = std::getenv(name);
@@ -51,7 +67,7 @@ bool environment_flag(const char* name, bool otherwise = false) {
 } // namespace
 
 job::job(job_options options)
-    : bootstrap_(join_job()),
+    : bootstrap_(with_cores_agreed(join_job())),
       connected_(routed::connect(*bootstrap_, context_, routing_options(options))),
       world_(connected_.transport) {
     // Every rank sees the same transport name, so all or none take part.

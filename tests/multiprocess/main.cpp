@@ -9,11 +9,13 @@
 // unless TUTTI_NODE_HIERARCHY=0.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -36,6 +38,30 @@ int ranks_with_this_boot_id(tutti::job& job) {
     for (std::size_t r = 0; r < all.size(); r += id_bytes)
         same += std::equal(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(r));
     return same;
+}
+
+// How many ranks each core runs where the whole job shares this machine: the
+// job's size over the CPUs its ranks may run on between them (an all_gather
+// of every rank's affinity), rounded up. Under `taskset -c 0` two ranks share
+// one core though each sees a single CPU, as a rank bound to its own would.
+int ranks_per_core_of_the_job(tutti::job& job) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 0;
+    std::vector<unsigned char> bytes(sizeof mine);
+    std::memcpy(bytes.data(), &mine, sizeof mine);
+    std::vector<unsigned char> all(sizeof mine * static_cast<std::size_t>(job.size()));
+    const auto world = job.world();
+    tutti::wait(world, tutti::all_gather(world, bytes, all));
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (std::size_t at = 0; at < all.size(); at += sizeof mine) {
+        cpu_set_t theirs;
+        std::memcpy(&theirs, all.data() + at, sizeof theirs);
+        CPU_OR(&cpus, &cpus, &theirs);
+    }
+    const int cores = CPU_COUNT(&cpus);
+    return (job.size() + cores - 1) / cores;
 }
 
 } // namespace
@@ -71,6 +97,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "rank %d: the %s transport counts %d ranks on this machine, not %d\n",
                      job.rank(), transport.c_str(), sharing, expected);
         return 1;
+    }
+    // Over shared memory alone every rank is on this machine, and the
+    // transport's ranks to a core must be the job's own count of them.
+    if (transport == "shm") {
+        const auto said = static_cast<int>(job.world().transport().capabilities().ranks_per_core);
+        if (const int expected = ranks_per_core_of_the_job(job); said != expected) {
+            std::fprintf(stderr, "rank %d: the shm transport runs %d ranks to a core, not %d\n",
+                         job.rank(), said, expected);
+            return 1;
+        }
     }
     tutti::testing::job_world() = job.world();
     doctest::Context context(argc, argv);

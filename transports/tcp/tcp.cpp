@@ -31,6 +31,7 @@
 #include "core/debug.hpp"
 #include "core/error.hpp"
 #include "core/mailbox.hpp"
+#include "core/placement.hpp"
 #include "core/progress.hpp"
 #include "core/scratch.hpp"
 #include "transports/tcp/frame.hpp"
@@ -180,17 +181,6 @@ std::string host_address() {
         for (const auto& entry : results)
             if (entry.endpoint().address().is_v4()) return entry.endpoint().address().to_string();
     return "127.0.0.1";
-}
-
-// Which machine this process runs on, as far as sharing cores goes: the
-// kernel's boot id, the same in every network namespace and container of
-// one machine (which host names and TUTTI_NODE need not be); the host name
-// where the kernel does not say.
-std::string this_machine() {
-    std::ifstream in("/proc/sys/kernel/random/boot_id");
-    std::string id;
-    if (in >> id && !id.empty()) return id;
-    return ip::host_name();
 }
 
 struct message_key_hash {
@@ -450,7 +440,7 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         secret_hex = job_secret::generate().to_hex();
         shared = secret_hex;
     }
-    const std::string machine = opts_.machine.empty() ? this_machine() : opts_.machine;
+    const std::string machine = opts_.machine.empty() ? this_machine_id() : opts_.machine;
     const std::string blob = mine + "|" + shared + "|" + machine;
     const auto* bytes = reinterpret_cast<const std::byte*>(blob.data());
     const auto blobs = boot.all_gather(std::span(bytes, blob.size()));
