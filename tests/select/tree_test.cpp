@@ -610,6 +610,31 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(scatter_reduced_over(16, 1 << 10, true, "shm+tcp") == "recursive_halving");
 }
 
+TEST_CASE("up to 8 ranks that share cores, a broadcast past the ring goes down the pipeline") {
+    // Where ranks share cores, a one-way message longer than its ring (16
+    // cells of 32 KiB) goes by the kernel's single copy, slow where it costs
+    // by the page; the pipeline's 128 KiB segments stay in the cells. From
+    // 512 KiB it took 0.38-0.49 of linear's time at 3, 4 and 8 ranks on 2
+    // cores and 0.59-0.65 at 2 ranks on one, and 0.41-0.65 of the binomial
+    // tree's beyond 2 MiB at 2-3 ranks; at 256-448 KiB, 1.27-1.86 (sixty-
+    // fourth session, docs/performance.md). Where each rank has a core, or
+    // it is unknown: as before.
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    check_crowding(
+        tree,
+        {
+            crowding_choice{plain(collective::broadcast, 8, 448 << 10), "linear", "linear"},
+            crowding_choice{plain(collective::broadcast, 8, 512 << 10), "pipeline", "linear"},
+            crowding_choice{plain(collective::broadcast, 4, 1 << 20), "pipeline", "linear"},
+            crowding_choice{plain(collective::broadcast, 2, 2 << 20), "pipeline", "linear"},
+            crowding_choice{plain(collective::broadcast, 3, 4 << 20), "pipeline", "binomial"},
+            crowding_choice{plain(collective::broadcast, 2, 64 << 20), "pipeline", "binomial"},
+            crowding_choice{plain(collective::broadcast, 8, 4 << 20), "pipeline", "pipeline"},
+        },
+        {2, 4}, {0, 1});
+}
+
 TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest steps") {
     // Where ranks take turns on the cores, each step of an algorithm waits
     // for turns: at 12, 16 and 32 ranks on 2 cores (6, 8 and 16 ranks to a
