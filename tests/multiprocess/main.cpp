@@ -47,6 +47,7 @@ int ranks_with_this_boot_id(tutti::job& job) {
 int ranks_per_core_of_the_job(tutti::job& job) {
     cpu_set_t mine;
     CPU_ZERO(&mine);
+    // 0 (nothing to compare with) where this rank cannot read its own.
     if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 0;
     std::vector<unsigned char> bytes(sizeof mine);
     std::memcpy(bytes.data(), &mine, sizeof mine);
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     // transport's ranks to a core must be the job's own count of them.
     if (transport == "shm") {
         const auto said = static_cast<int>(job.world().transport().capabilities().ranks_per_core);
-        if (const int expected = ranks_per_core_of_the_job(job); said != expected) {
+        if (const int expected = ranks_per_core_of_the_job(job); expected > 0 && said != expected) {
             std::fprintf(stderr, "rank %d: the shm transport runs %d ranks to a core, not %d\n",
                          job.rank(), said, expected);
             return 1;
