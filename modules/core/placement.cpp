@@ -36,9 +36,7 @@ std::vector<std::byte> placement_blob() {
     return blob;
 }
 
-machine_share share_of_machine(std::span<const std::vector<std::byte>> blobs,
-                               std::string_view machine) {
-    int ranks = 0;
+int cores_of_machine(std::span<const std::vector<std::byte>> blobs, std::string_view machine) {
     cpu_set_t all;
     CPU_ZERO(&all);
     for (std::size_t r = 0; r < blobs.size(); ++r) {
@@ -52,12 +50,11 @@ machine_share share_of_machine(std::span<const std::vector<std::byte>> blobs,
                                     r, blob.size(), sizeof(cpu_set_t)));
         if (std::string_view(reinterpret_cast<const char*>(blob.data()), id_bytes) != machine)
             continue;
-        ++ranks;
         cpu_set_t theirs;
         std::memcpy(&theirs, blob.data() + id_bytes + 1, sizeof theirs);
         CPU_OR(&all, &all, &theirs);
     }
-    return {ranks, CPU_COUNT(&all)};
+    return CPU_COUNT(&all);
 }
 
 } // namespace tutti

@@ -8,9 +8,7 @@
 // rank that spins while its peer needs that CPU holds it until the scheduler's
 // tick. So the job's ranks tell each other (runtime/job.cpp, at joining): the
 // union of the CPUs of the ranks with this machine's id is what
-// ranks_outnumber_cores and ranks_per_core (core/progress.hpp) weigh, and
-// the ranks with it are those a transport of part of them (shared memory
-// within a node posed on a machine of several) shares the cores with.
+// ranks_outnumber_cores and ranks_per_core (core/progress.hpp) weigh.
 #pragma once
 
 #include <cstddef>
@@ -30,17 +28,10 @@ std::string this_machine_id();
 // the exchange below.
 std::vector<std::byte> placement_blob();
 
-// A machine's part of a job: how many of its ranks run there, and how many
-// CPUs they may run on between them (their CPUs' union; 0 if none could say).
-struct machine_share {
-    int ranks = 0;
-    int cores = 0;
-};
-
-// The share of `machine` among the ranks whose blobs (placement_blob, in rank
-// order) are given. Throws tutti::error (errc::invalid_argument) naming the
-// rank whose blob is malformed.
-machine_share share_of_machine(std::span<const std::vector<std::byte>> blobs,
-                               std::string_view machine);
+// How many CPUs the ranks whose blobs (placement_blob, in rank order) name
+// `machine` may run on between them: their CPUs' union; 0 if none of them
+// could say. Throws tutti::error (errc::invalid_argument) naming the rank
+// whose blob is malformed.
+int cores_of_machine(std::span<const std::vector<std::byte>> blobs, std::string_view machine);
 
 } // namespace tutti

@@ -31,9 +31,9 @@ const placement& here() noexcept {
     return p;
 }
 
-// The job's ranks' own word on it (set_this_machines_share), 0 until said.
+// The job's ranks' own word on it (set_cores_of_this_machines_ranks), 0
+// until said.
 std::atomic<int> agreed_cores{0};
-std::atomic<int> agreed_ranks{0};
 
 // The cores this machine's ranks share: the agreed count, else here()'s.
 int cores_shared() noexcept {
@@ -43,13 +43,8 @@ int cores_shared() noexcept {
 
 } // namespace
 
-void set_this_machines_share(machine_share share) noexcept {
-    agreed_cores.store(std::max(share.cores, 0), std::memory_order_relaxed);
-    agreed_ranks.store(std::max(share.ranks, 0), std::memory_order_relaxed);
-}
-
-int ranks_sharing_this_machine(int ranks) noexcept {
-    return std::max(ranks, agreed_ranks.load(std::memory_order_relaxed));
+void set_cores_of_this_machines_ranks(int cores) noexcept {
+    agreed_cores.store(std::max(cores, 0), std::memory_order_relaxed);
 }
 
 bool ranks_outnumber_cores(int ranks) noexcept {

@@ -16,7 +16,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/placement.hpp"
 #include "core/task.hpp"
 #include "core/transport.hpp"
 
@@ -55,18 +54,12 @@ private:
 // split between two ranks runs no faster).
 bool ranks_outnumber_cores(int ranks) noexcept;
 
-// Tells the two functions around this one and the one below how many of the
-// job's ranks run on this machine and how many cores they may run on between
-// them (core/placement.hpp, agreed when a job is joined). Until it is said,
-// or where a figure is 0: the transport's own ranks, and the CPUs this
-// process may run on, or the machine's where that is one (then taken for a
-// launcher's binding of one rank to each core).
-void set_this_machines_share(machine_share share) noexcept;
-
-// The ranks that share this machine's cores with a transport's `ranks` (all
-// of them on this machine): the job's ranks here, where more (shared memory
-// within a node posed on a machine that holds several), else `ranks`.
-int ranks_sharing_this_machine(int ranks) noexcept;
+// Tells the two functions around this one how many cores the job's ranks on
+// this machine may run on between them (core/placement.hpp's
+// cores_of_machine, agreed when a job is joined). 0, or until it is said:
+// the CPUs this process may run on, or the machine's where that is one
+// (then taken for a launcher's binding of one rank to each core).
+void set_cores_of_this_machines_ranks(int cores) noexcept;
 
 // How many of `ranks` processes of one job, all on this machine, each of its
 // cores runs, rounded up (transport_capabilities::ranks_per_core).

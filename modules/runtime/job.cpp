@@ -44,17 +44,16 @@ int node_colour(const routed::routing_table& routes) {
 }
 
 // The joined bootstrap, once its ranks have told each other where they run:
-// how many of them share this machine and how many cores they may run on
-// between them (core/placement.hpp) is what every wait and rule after this
-// weighs, so it is said before any transport is set up.
+// how many cores this machine's ranks may run on between them
+// (core/placement.hpp) is what every wait and rule after this weighs, so it
+// is said before any transport is set up.
 std::unique_ptr<bootstrap> with_cores_agreed(std::unique_ptr<bootstrap> joined) {
     const auto blobs = joined->all_gather(placement_blob());
-    const auto share = share_of_machine(blobs, this_machine_id());
-    set_this_machines_share(share);
+    const int cores = cores_of_machine(blobs, this_machine_id());
+    set_cores_of_this_machines_ranks(cores);
     detail::debug_log("placement",
-                      "rank {}: the job's {} ranks on this machine may run on {} CPUs between "
-                      "them",
-                      joined->rank(), share.ranks, share.cores);
+                      "rank {}: the job's ranks on this machine may run on {} CPUs between them",
+                      joined->rank(), cores);
     return joined;
 }
 

@@ -1,5 +1,5 @@
-// A machine's share of a job (core/placement.hpp): its ranks and the union of
-// their CPUs, of the ranks that name the machine, whatever the others name,
+// The cores a job's ranks on one machine share (core/placement.hpp): the union
+// of the CPUs of the ranks that name the machine, whatever the others name,
 // and a clear error for a rank whose placement is malformed.
 #include <sched.h>
 
@@ -32,26 +32,22 @@ std::vector<std::byte> blob_of(const std::string& machine, std::initializer_list
 
 TEST_CASE("placement: ranks confined to one CPU share one core, ranks bound apart do not") {
     const std::vector<std::vector<std::byte>> confined{blob_of("m", {0}), blob_of("m", {0})};
-    CHECK(share_of_machine(confined, "m").cores == 1);
-    CHECK(share_of_machine(confined, "m").ranks == 2);
+    CHECK(cores_of_machine(confined, "m") == 1);
     const std::vector<std::vector<std::byte>> bound{blob_of("m", {0}), blob_of("m", {1}),
                                                     blob_of("m", {2})};
-    CHECK(share_of_machine(bound, "m").cores == 3);
+    CHECK(cores_of_machine(bound, "m") == 3);
     const std::vector<std::vector<std::byte>> overlapping{blob_of("m", {0, 1}),
                                                           blob_of("m", {1, 2, 3})};
-    CHECK(share_of_machine(overlapping, "m").cores == 4);
+    CHECK(cores_of_machine(overlapping, "m") == 4);
 }
 
 TEST_CASE("placement: only the ranks that name this machine count") {
     // "m" is a prefix of "m2": another machine all the same.
     const std::vector<std::vector<std::byte>> blobs{blob_of("m", {0}), blob_of("m2", {1, 2, 3}),
                                                     blob_of("other", {5}), blob_of("m", {0})};
-    CHECK(share_of_machine(blobs, "m").cores == 1);
-    CHECK(share_of_machine(blobs, "m").ranks == 2);
-    CHECK(share_of_machine(blobs, "m2").cores == 3);
-    CHECK(share_of_machine(blobs, "m2").ranks == 1);
-    CHECK(share_of_machine(blobs, "nowhere").cores == 0);
-    CHECK(share_of_machine(blobs, "nowhere").ranks == 0);
+    CHECK(cores_of_machine(blobs, "m") == 1);
+    CHECK(cores_of_machine(blobs, "m2") == 3);
+    CHECK(cores_of_machine(blobs, "nowhere") == 0);
 }
 
 TEST_CASE("placement: this process's own blob counts the CPUs it may run on") {
@@ -59,8 +55,7 @@ TEST_CASE("placement: this process's own blob counts the CPUs it may run on") {
     CPU_ZERO(&mine);
     REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
     const std::vector<std::vector<std::byte>> blobs{placement_blob()};
-    CHECK(share_of_machine(blobs, this_machine_id()).cores == CPU_COUNT(&mine));
-    CHECK(share_of_machine(blobs, this_machine_id()).ranks == 1);
+    CHECK(cores_of_machine(blobs, this_machine_id()) == CPU_COUNT(&mine));
     CHECK_FALSE(this_machine_id().empty());
 }
 
@@ -72,7 +67,7 @@ TEST_CASE("placement: a malformed blob is refused, naming its rank") {
     for (const auto& bad : {without_separator, short_cpus, std::vector<std::byte>{}}) {
         const std::vector<std::vector<std::byte>> blobs{blob_of("m", {0}), bad};
         try {
-            (void)share_of_machine(blobs, "m");
+            (void)cores_of_machine(blobs, "m");
             FAIL("a malformed placement was accepted");
         } catch (const error& e) {
             CHECK(e.code() == errc::invalid_argument);

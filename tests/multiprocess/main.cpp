@@ -12,6 +12,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,51 +25,44 @@
 
 namespace {
 
-// This machine's part of the job, counted by the test itself: the ranks
-// whose kernel has this one's boot id, and the CPUs they may run on between
-// them (one all_gather of every rank's boot id and affinity). Under `taskset
-// -c 0` two ranks share one core though each sees a single CPU, as a rank
-// bound to its own would. Cores 0 where this rank cannot read its affinity.
-struct machine_part {
-    int ranks = 0;
-    int cores = 0;
-};
-
-machine_part this_machines_part(tutti::job& job) {
+// How many of the job's ranks run under this kernel (an all_gather of
+// every rank's boot id).
+int ranks_with_this_boot_id(tutti::job& job) {
     constexpr std::size_t id_bytes = 64;
-    constexpr std::size_t entry = id_bytes + sizeof(cpu_set_t);
-    std::vector<char> mine(entry, 0);
+    std::array<char, id_bytes> mine{};
     std::ifstream("/proc/sys/kernel/random/boot_id").getline(mine.data(), id_bytes);
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    const bool known = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
-    std::memcpy(mine.data() + id_bytes, &cpus, sizeof cpus);
-    std::vector<char> all(entry * static_cast<std::size_t>(job.size()));
+    std::vector<char> all(id_bytes * static_cast<std::size_t>(job.size()));
     const auto world = job.world();
     tutti::wait(world, tutti::all_gather(world, mine, all));
-    machine_part part;
-    CPU_ZERO(&cpus);
-    for (std::size_t at = 0; at < all.size(); at += entry) {
-        if (!std::equal(mine.begin(), mine.begin() + id_bytes,
-                        all.begin() + static_cast<std::ptrdiff_t>(at)))
-            continue;
-        ++part.ranks;
-        cpu_set_t theirs;
-        std::memcpy(&theirs, all.data() + at + id_bytes, sizeof theirs);
-        CPU_OR(&cpus, &cpus, &theirs);
-    }
-    part.cores = known ? CPU_COUNT(&cpus) : 0;
-    return part;
+    int same = 0;
+    for (std::size_t r = 0; r < all.size(); r += id_bytes)
+        same += std::equal(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(r));
+    return same;
 }
 
-// The shared-memory transport among this rank's node, or nullptr where it
-// has none (every peer through TCP).
-const tutti::shm::transport* shared_memory_of(const tutti::job& job) {
-    try {
-        return &job.shared_memory();
-    } catch (const tutti::error&) {
-        return nullptr;
+// How many ranks each core runs where the whole job shares this machine: the
+// job's size over the CPUs its ranks may run on between them (an all_gather
+// of every rank's affinity), rounded up. Under `taskset -c 0` two ranks share
+// one core though each sees a single CPU, as a rank bound to its own would.
+int ranks_per_core_of_the_job(tutti::job& job) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    // 0 (nothing to compare with) where this rank cannot read its own.
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 0;
+    std::vector<unsigned char> bytes(sizeof mine);
+    std::memcpy(bytes.data(), &mine, sizeof mine);
+    std::vector<unsigned char> all(sizeof mine * static_cast<std::size_t>(job.size()));
+    const auto world = job.world();
+    tutti::wait(world, tutti::all_gather(world, bytes, all));
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    for (std::size_t at = 0; at < all.size(); at += sizeof mine) {
+        cpu_set_t theirs;
+        std::memcpy(&theirs, all.data() + at, sizeof theirs);
+        CPU_OR(&cpus, &cpus, &theirs);
     }
+    const int cores = CPU_COUNT(&cpus);
+    return (job.size() + cores - 1) / cores;
 }
 
 } // namespace
@@ -97,24 +91,21 @@ int main(int argc, char** argv) {
     }
     // The ranks that share this machine's cores, in network namespaces or
     // posed as several nodes or not, are those whose kernel has this one's
-    // boot id: the transport must count exactly them, and so must the
-    // shared memory among this node's ranks, and its ranks to a core must be
-    // theirs over the CPUs they may run on between them.
-    const auto part = this_machines_part(job);
-    if (const int sharing = job.world().transport().ranks_on_this_machine();
-        sharing != part.ranks) {
+    // boot id: the transport must count exactly them.
+    if (const int sharing = job.world().transport().ranks_on_this_machine(),
+        expected = ranks_with_this_boot_id(job);
+        sharing != expected) {
         std::fprintf(stderr, "rank %d: the %s transport counts %d ranks on this machine, not %d\n",
-                     job.rank(), transport.c_str(), sharing, part.ranks);
+                     job.rank(), transport.c_str(), sharing, expected);
         return 1;
     }
-    if (const auto* shm = shared_memory_of(job); shm && part.cores > 0) {
-        const int expected = (part.ranks + part.cores - 1) / part.cores;
-        const auto said = static_cast<int>(shm->capabilities().ranks_per_core);
-        if (shm->ranks_on_this_machine() != part.ranks || said != expected) {
-            std::fprintf(stderr,
-                         "rank %d: shared memory counts %d ranks on this machine at %d to a "
-                         "core, not %d at %d\n",
-                         job.rank(), shm->ranks_on_this_machine(), said, part.ranks, expected);
+    // Over shared memory alone every rank is on this machine, and the
+    // transport's ranks to a core must be the job's own count of them.
+    if (transport == "shm") {
+        const auto said = static_cast<int>(job.world().transport().capabilities().ranks_per_core);
+        if (const int expected = ranks_per_core_of_the_job(job); expected > 0 && said != expected) {
+            std::fprintf(stderr, "rank %d: the shm transport runs %d ranks to a core, not %d\n",
+                         job.rank(), said, expected);
             return 1;
         }
     }

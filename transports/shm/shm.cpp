@@ -512,8 +512,6 @@ public:
     std::string_view name() const noexcept override { return "shm"; }
     int rank() const noexcept override { return rank_; }
     int size() const noexcept override { return size_; }
-    // More than this node's ranks where nodes are posed on one machine.
-    int ranks_on_this_machine() const noexcept override { return machine_ranks_; }
     asio::io_context& context() noexcept override { return context_; }
     bool single_copy_now() const noexcept override { return cma_to_any_ && opts_.use_cma; }
     transport_capabilities capabilities() const noexcept override {
@@ -796,11 +794,8 @@ private:
     std::vector<char> map_to_;      // per destination: it can map our shared regions
     std::vector<char> cannot_help_; // per receiver: writing into its memory failed
     bool share_copies_ = false;     // options::shared_copy_chunk, and a core for each rank
-    // The ranks that share this machine's cores: this node's, or the job's on
-    // the machine where it holds several nodes (ranks_sharing_this_machine).
-    int machine_ranks_ = 0;
-    bool cores_shared_ = false;   // machine_ranks_ outnumber the machine's cores
-    bool pipeline_cells_ = false; // options::pipeline_piece, and a core for each rank
+    bool cores_shared_ = false;     // the node's ranks outnumber its cores
+    bool pipeline_cells_ = false;   // options::pipeline_piece, and a core for each rank
     // The lower of the two single-copy thresholds: try_send, which is not
     // told how its send is awaited, leaves messages this large to isend.
     std::size_t single_copy_from_ = 0;
@@ -827,7 +822,7 @@ private:
     std::uint32_t line_ns_ = 0;        // options::line_ns as agreed at setup
     std::uint32_t direct_line_ns_ = 0; // the same with direct stores (0: not measured)
     std::uint32_t readv_percent_ = 0;  // options::readv_percent as agreed at setup
-    std::uint32_t ranks_per_core_ = 0; // rank 0's ranks_per_core(machine_ranks_), agreed at setup
+    std::uint32_t ranks_per_core_ = 0; // rank 0's ranks_per_core(size_), agreed at setup
     bool cells_over_readv_ = false;    // options::cells_readv_percent applies
     // Messages of this many bytes or more are not read by process_vm_readv
     // (options::slow_readv_cells_threshold, where it applies).
@@ -850,8 +845,7 @@ endpoint::endpoint(bootstrap& boot, asio::io_context& context, options opts)
     cma_to_.assign(n, 0);
     map_to_.assign(n, opts_.use_mapped ? 1 : 0);
     cannot_help_.assign(n, 0);
-    machine_ranks_ = ranks_sharing_this_machine(size_);
-    cores_shared_ = ranks_outnumber_cores(machine_ranks_);
+    cores_shared_ = ranks_outnumber_cores(size_);
     share_copies_ = opts_.shared_copy_chunk > 0 && !cores_shared_;
     pipeline_cells_ = opts_.pipeline_piece > 0 && !cores_shared_;
     // Given, or left to the defaults below (which setup's figures may lower).
@@ -1208,7 +1202,7 @@ void endpoint::agree_link_figures(bootstrap& boot) {
     figure.put<std::uint32_t>(line.ns);
     figure.put<std::uint32_t>(readv);
     figure.put<std::uint32_t>(line.direct_ns);
-    figure.put<std::uint32_t>(static_cast<std::uint32_t>(ranks_per_core(machine_ranks_)));
+    figure.put<std::uint32_t>(static_cast<std::uint32_t>(ranks_per_core(size_)));
     auto figures = boot.all_gather(figure.bytes());
     blob_reader rank0(figures.at(0), 0);
     line_ns_ = rank0.get<std::uint32_t>();
