@@ -10,15 +10,17 @@ namespace tutti {
 
 namespace {
 
-struct placement {
-    int cores = 1;      // the cores the ranks of this machine share
+// What this process sees alone; the job's ranks may know better
+// (set_cores_of_this_machines_ranks).
+struct own_view {
+    int cores = 1;      // the cores it takes this machine's ranks to share
     bool bound = false; // this process may run on one core only
 };
 
 // Where this process may run, read once.
-const placement& here() noexcept {
-    static const placement p = [] {
-        placement p;
+const own_view& here() noexcept {
+    static const own_view p = [] {
+        own_view p;
         cpu_set_t set;
         CPU_ZERO(&set);
         const int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
