@@ -94,8 +94,9 @@ call_signature plain(collective kind, int p, std::size_t bytes) {
     return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
 }
 
-// A shared-memory call's choice where ranks crowd the cores (ranks_per_core
-// among `crowded_figures`) and where they do not (among `general_figures`).
+// A call's choice where ranks crowd the cores (ranks_per_core among
+// `crowded_figures`) and where they do not (among `general_figures`); over
+// shared memory unless the call names its transport.
 struct crowding_choice {
     call_signature call;
     std::string_view crowded, general;
@@ -109,7 +110,7 @@ void check_crowding(const decision_tree& tree, std::initializer_list<crowding_ch
         CAPTURE(call.comm_size);
         CAPTURE(call.bytes);
         auto s = call;
-        s.transport = "shm";
+        if (s.transport.empty()) s.transport = "shm";
         for (auto figure : crowded_figures) {
             s.ranks_per_core = figure;
             CHECK(tree.walk(s) == crowded);
@@ -633,6 +634,37 @@ TEST_CASE("up to 8 ranks that share cores, a broadcast past the ring goes down t
             crowding_choice{plain(collective::broadcast, 8, 4 << 20), "pipeline", "pipeline"},
         },
         {2, 4}, {0, 1});
+}
+
+TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blocks go by Bruck") {
+    // 4 ranks on 2 cores: Bruck's two packed messages took 0.80-0.91 of
+    // linear's time for blocks to 16 KiB, over loopback and between
+    // network namespaces; at 8 ranks 0.69-0.83 for blocks to 4 KiB; at 6
+    // 0.82-0.95. Where its packed message reaches 64 KiB (two TCP segments
+    // on loopback) it fell behind (sixty-fifth session, docs/performance.md).
+    // Ranks on several machines (0) or a core each: as before.
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    const auto over_tcp = [](int p, std::size_t bytes) {
+        auto s = plain(collective::all_to_all, p, bytes);
+        s.transport = "tcp";
+        return s;
+    };
+    check_crowding(tree,
+                   {
+                       crowding_choice{over_tcp(4, 4 << 10), "bruck", "pairwise"},
+                       crowding_choice{over_tcp(4, 8 << 10), "bruck", "linear"},
+                       crowding_choice{over_tcp(4, 64 << 10), "bruck", "linear"},
+                       crowding_choice{over_tcp(4, 68 << 10), "linear", "linear"},
+                       crowding_choice{over_tcp(8, 32 << 10), "bruck", "linear"},
+                       crowding_choice{over_tcp(6, 24 << 10), "bruck", "linear"},
+                       crowding_choice{over_tcp(8, 64 << 10), "linear", "linear"},
+                       crowding_choice{over_tcp(3, 3 << 10), "pairwise", "pairwise"},
+                       crowding_choice{over_tcp(3, 24 << 10), "linear", "linear"},
+                       crowding_choice{over_tcp(2, 64 << 10), "pairwise", "pairwise"},
+                       crowding_choice{over_tcp(4, 1 << 20), "pairwise", "pairwise"},
+                   },
+                   {2, 3}, {0, 1});
 }
 
 TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest steps") {

@@ -318,6 +318,9 @@ public:
         c.remote_memory_access = false;
         c.one_thread = c.one_thread && (!shm_ || shm_->capabilities().one_thread);
         c.segment_bytes = 0; // pieces differ by route
+        // The mixed trees were measured without it (TCP says it where posed
+        // nodes share one machine).
+        c.ranks_per_core = 0;
         return c;
     }
 

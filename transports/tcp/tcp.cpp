@@ -270,6 +270,7 @@ public:
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
     int ranks_on_this_machine() const noexcept { return ranks_on_this_machine_; }
+    std::uint32_t ranks_per_core() const noexcept { return ranks_per_core_; }
     asio::io_context& context() noexcept { return context_; }
     bool busy_poll() const noexcept { return busy_poll_; }
 
@@ -336,6 +337,9 @@ private:
     int rank_;
     int size_;
     int ranks_on_this_machine_ = 1;
+    // transport_capabilities::ranks_per_core: rank 0's figure where the whole
+    // job runs on one machine, else 0 (unknown).
+    std::uint32_t ranks_per_core_ = 0;
     std::string job_id_;
     asio::io_context& context_;
     options opts_;
@@ -441,7 +445,10 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         shared = secret_hex;
     }
     const std::string machine = opts_.machine.empty() ? this_machine_id() : opts_.machine;
-    const std::string blob = mine + "|" + shared + "|" + machine;
+    // What ranks_per_core would be were every rank on this machine: rank 0's
+    // is the one all take, so that every rank's selection weighs the same.
+    const std::string blob =
+        mine + "|" + shared + "|" + std::to_string(tutti::ranks_per_core(size_)) + "|" + machine;
     const auto* bytes = reinterpret_cast<const std::byte*>(blob.data());
     const auto blobs = boot.all_gather(std::span(bytes, blob.size()));
     if (blobs.size() != static_cast<std::size_t>(size_))
@@ -449,6 +456,7 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
                     fmt::format("tcp transport: the bootstrap returned {} blobs for {} ranks",
                                 blobs.size(), size_));
     std::string secret_of_rank0;
+    std::uint32_t ranks_per_core_if_one_machine = 0;
     ranks_on_this_machine_ = 0;
     for (int r = 0; r < size_; ++r) {
         const auto& b = blobs[static_cast<std::size_t>(r)];
@@ -457,9 +465,18 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         const auto colon = text.rfind(':', bar);
         const auto second_bar =
             bar == std::string::npos ? std::string::npos : text.find('|', bar + 1);
+        const auto third_bar =
+            second_bar == std::string::npos ? std::string::npos : text.find('|', second_bar + 1);
         ip::tcp::endpoint where;
         bool valid = bar != std::string::npos && colon != std::string::npos && colon < bar &&
-                     second_bar != std::string::npos;
+                     third_bar != std::string::npos;
+        unsigned long figure = 0;
+        if (valid) {
+            const std::string figure_text = text.substr(second_bar + 1, third_bar - second_bar - 1);
+            char* end = nullptr;
+            figure = std::strtoul(figure_text.c_str(), &end, 10);
+            valid = !figure_text.empty() && *end == '\0' && figure <= 1u << 20;
+        }
         if (valid) {
             auto host = text.substr(0, colon);
             if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -478,9 +495,15 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
                                     r));
         endpoints_.push_back(text.substr(0, bar));
         addresses_.push_back(where);
-        if (r == 0) secret_of_rank0 = text.substr(bar + 1, second_bar - bar - 1);
-        if (text.compare(second_bar + 1, std::string::npos, machine) == 0) ++ranks_on_this_machine_;
+        if (r == 0) {
+            secret_of_rank0 = text.substr(bar + 1, second_bar - bar - 1);
+            ranks_per_core_if_one_machine = static_cast<std::uint32_t>(figure);
+        }
+        if (text.compare(third_bar + 1, std::string::npos, machine) == 0) ++ranks_on_this_machine_;
     }
+    // Every rank counts the same ranks on its machine or fewer, so all know
+    // whether the whole job is on one.
+    ranks_per_core_ = ranks_on_this_machine_ == size_ ? ranks_per_core_if_one_machine : 0;
     if (secret_hex.empty()) secret_hex = secret_of_rank0;
     if (secret_hex.empty())
         throw error(errc::invalid_argument,
@@ -1239,7 +1262,8 @@ public:
                 .remote_memory_access = false,
                 .latency_us = 15,
                 .bandwidth_gb_per_s = 3,
-                .one_thread = true};
+                .one_thread = true,
+                .ranks_per_core = core_->ranks_per_core()};
     }
     request isend(int dest, const message_header& header,
                   std::span<const std::byte> data) override {

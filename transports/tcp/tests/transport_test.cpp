@@ -26,6 +26,7 @@
 #include <asio/write.hpp>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "transports/tcp/frame.hpp"
 #include "transports/tcp/handshake.hpp"
 #include "transports/tcp/tcp.hpp"
@@ -44,8 +45,10 @@ const std::string job = "tcp-transport-test";
 class fake_bootstrap final : public bootstrap {
 public:
     explicit fake_bootstrap(std::vector<std::string> others,
-                            std::vector<std::optional<std::string>> machines = {})
-        : others_(std::move(others)), machines_(std::move(machines)) {
+                            std::vector<std::optional<std::string>> machines = {},
+                            std::string ranks_per_core = "7")
+        : others_(std::move(others)), machines_(std::move(machines)),
+          ranks_per_core_(std::move(ranks_per_core)) {
         machines_.resize(others_.size(), "elsewhere");
     }
     int rank() const noexcept override { return 0; }
@@ -57,7 +60,9 @@ public:
     std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
         std::vector<std::vector<std::byte>> all{{mine.begin(), mine.end()}};
         for (std::size_t i = 0; i < others_.size(); ++i) {
-            const auto text = others_[i] + "|" + (machines_[i] ? "|" + *machines_[i] : "");
+            // Address, no secret, ranks_per_core (only rank 0's counts), machine.
+            const auto text = others_[i] + "|" +
+                              (machines_[i] ? "|" + ranks_per_core_ + "|" + *machines_[i] : "");
             const auto* p = reinterpret_cast<const std::byte*>(text.data());
             all.emplace_back(p, p + text.size());
         }
@@ -67,6 +72,7 @@ public:
 private:
     std::vector<std::string> others_;
     std::vector<std::optional<std::string>> machines_;
+    std::string ranks_per_core_;
     std::string job_ = job;
     std::string node_ = "here";
 };
@@ -636,6 +642,32 @@ TEST_CASE("tcp transport: only the ranks that name this rank's machine share its
     // A machine named like another but longer is another machine.
     fake_bootstrap longer(others, {"node-a2", "node-", "node-a"});
     CHECK(tcp::create_transport(longer, io, o)->ranks_on_this_machine() == 2);
+}
+
+TEST_CASE("tcp transport: ranks per core are known where the whole job runs on one machine") {
+    asio::io_context io;
+    const std::vector<std::string> others{"127.0.0.1:9", "127.0.0.1:10", "127.0.0.1:11"};
+    auto o = test_options();
+    o.machine = "node-a";
+    // Rank 0's figure (this rank's) is the one every rank takes; the peers'
+    // 7 is not.
+    fake_bootstrap together(others, {"node-a", "node-a", "node-a"});
+    const auto c = tcp::create_transport(together, io, o)->capabilities();
+    CHECK(c.ranks_per_core == static_cast<std::uint32_t>(ranks_per_core(4)));
+    CHECK(c.ranks_per_core >= 1);
+    // One rank elsewhere: the selection cannot weigh cores, unknown.
+    fake_bootstrap split(others, {"node-a", "node-b", "node-a"});
+    CHECK(tcp::create_transport(split, io, o)->capabilities().ranks_per_core == 0);
+}
+
+TEST_CASE("tcp transport: a peer's endpoint with a malformed figure is refused") {
+    asio::io_context io;
+    for (const std::string figure : {"", "x", "-1", "3x", "99999999999"}) {
+        CAPTURE(figure);
+        fake_bootstrap boot({"127.0.0.1:9"}, {"elsewhere"}, figure);
+        CHECK_THROWS_WITH_AS(tcp::create_transport(boot, io, test_options()),
+                             doctest::Contains("rank 1 published a malformed endpoint"), error);
+    }
 }
 
 TEST_CASE("tcp transport: a peer's endpoint without its machine is refused as malformed") {
