@@ -641,8 +641,11 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
     // linear's time for blocks to 16 KiB, over loopback and between
     // network namespaces; at 8 ranks 0.69-0.83 for blocks to 4 KiB; at 6
     // 0.82-0.95. Where its packed message reaches 64 KiB (two TCP segments
-    // on loopback) it fell behind (sixty-fifth session, docs/performance.md).
-    // Ranks on several machines (0) or a core each: as before.
+    // on loopback) it fell behind. At 10-16 ranks on 2 cores (5-8 to a
+    // core) Bruck took 0.27-0.48 of pairwise's time up to 96 KiB, and
+    // linear (one step) 0.52-0.86 beyond (sixty-fifth session,
+    // docs/performance.md). Ranks on several machines (0) or a core each:
+    // as before.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     const auto over_tcp = [](int p, std::size_t bytes) {
@@ -665,6 +668,15 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
                        crowding_choice{over_tcp(4, 1 << 20), "pairwise", "pairwise"},
                    },
                    {2, 3}, {0, 1});
+    check_crowding(tree,
+                   {
+                       crowding_choice{over_tcp(16, 64 << 10), "bruck", "pairwise"},
+                       crowding_choice{over_tcp(12, 96 << 10), "bruck", "pairwise"},
+                       crowding_choice{over_tcp(16, 128 << 10), "linear", "pairwise"},
+                       crowding_choice{over_tcp(16, 4 << 20), "linear", "pairwise"},
+                       crowding_choice{over_tcp(16, 8 << 10), "bruck", "bruck"},
+                   },
+                   {5, 8}, {0, 1, 4});
 }
 
 TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest steps") {
