@@ -50,12 +50,13 @@ struct transport_capabilities {
     // every rank.
     bool slow_single_copy = false;
     // How many of the world's ranks each core runs, rounded up, where all of
-    // them run on this machine (shared memory): 1 where each rank has a core
-    // of its own, 5 for 9 or 10 ranks on 2 cores. Where ranks take turns on
-    // a core, every step of an algorithm waits for turns, and the
-    // algorithms of fewest steps win (docs/selection.md). The same on every
-    // rank. 0: unknown (the other transports: over TCP and RDMA ranks may be
-    // on other machines; the in-process one does not count its threads).
+    // them run on this machine (shared memory; TCP where every rank names
+    // this machine): 1 where each rank has a core of its own, 5 for 9 or 10
+    // ranks on 2 cores. Where ranks take turns on a core, every step of an
+    // algorithm waits for turns, and the algorithms of fewest steps win
+    // (docs/selection.md). The same on every rank. 0: unknown (ranks on
+    // several machines, RDMA, shm+tcp, whose trees were measured without
+    // it; the in-process transport does not count its threads).
     std::uint32_t ranks_per_core = 0;
 };
 
