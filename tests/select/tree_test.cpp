@@ -679,6 +679,53 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
                    {5, 8}, {0, 1, 4});
 }
 
+TEST_CASE("over TCP beyond 8 ranks with more than 4 to a core: through rank 0") {
+    // At 10 and 16 ranks on 2 cores over loopback, linear (every rank to
+    // rank 0, or from it) took 0.35-0.96 of the TCP tree's time for the
+    // all_reduce up to 256 KiB, 0.42-0.93 for the broadcast up to 16 KiB
+    // and from 64 KiB to 1 MiB (not at 64 KiB, against the binomial tree),
+    // and 0.40-0.92 for the reduce, all_gather and reduce_scatter up to 16
+    // KiB; beyond, it lost (sixty-fifth session, docs/performance.md). Several machines (0) or up
+    // to 4 ranks to a core: as before.
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    const auto over_tcp = [](collective kind, int p, std::size_t bytes) {
+        const bool reduces = kind != collective::broadcast && kind != collective::all_gather;
+        return reduces ? with_op(kind, p, bytes, true, "tcp")
+                       : call_signature{
+                             .kind = kind, .comm_size = p, .bytes = bytes, .transport = "tcp"};
+    };
+    check_crowding(
+        tree,
+        {
+            crowding_choice{over_tcp(collective::broadcast, 16, 8), "linear", "binomial"},
+            crowding_choice{over_tcp(collective::broadcast, 10, 64 << 10), "binomial", "binomial"},
+            crowding_choice{over_tcp(collective::broadcast, 10, 1 << 20), "linear",
+                            "scatter_allgather"},
+            crowding_choice{over_tcp(collective::broadcast, 16, 2 << 20), "scatter_allgather",
+                            "scatter_allgather"},
+            crowding_choice{over_tcp(collective::all_reduce, 16, 8), "linear",
+                            "recursive_doubling"},
+            crowding_choice{over_tcp(collective::all_reduce, 16, 256 << 10), "linear",
+                            "rabenseifner"},
+            crowding_choice{over_tcp(collective::all_reduce, 10, 256 << 10), "linear", "ring"},
+            crowding_choice{over_tcp(collective::all_reduce, 10, 1 << 20), "ring", "ring"},
+            crowding_choice{over_tcp(collective::all_reduce, 16, 4 << 20), "rabenseifner",
+                            "rabenseifner"},
+            crowding_choice{over_tcp(collective::reduce, 16, 16 << 10), "linear", "binomial"},
+            crowding_choice{over_tcp(collective::reduce, 16, 64 << 10), "binomial", "binomial"},
+            crowding_choice{over_tcp(collective::all_gather, 16, 16 << 10), "linear",
+                            "recursive_doubling"},
+            crowding_choice{over_tcp(collective::all_gather, 16, 1 << 20), "recursive_doubling",
+                            "recursive_doubling"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 16, 4 << 10), "linear",
+                            "recursive_halving"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 16, 1 << 20), "recursive_halving",
+                            "recursive_halving"},
+        },
+        {5, 8}, {0, 1, 4});
+}
+
 TEST_CASE("beyond 8 ranks with more than 4 to a core: the algorithms of fewest steps") {
     // Where ranks take turns on the cores, each step of an algorithm waits
     // for turns: at 12, 16 and 32 ranks on 2 cores (6, 8 and 16 ranks to a
