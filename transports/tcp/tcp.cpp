@@ -501,8 +501,8 @@ core::core(bootstrap& boot, asio::io_context& context, options opts)
         }
         if (text.compare(third_bar + 1, std::string::npos, machine) == 0) ++ranks_on_this_machine_;
     }
-    // Every rank counts the same ranks on its machine or fewer, so all know
-    // whether the whole job is on one.
+    // Every rank sees alike whether the whole job is on one machine: where a
+    // rank is elsewhere, every rank counts fewer than all.
     ranks_per_core_ = ranks_on_this_machine_ == size_ ? ranks_per_core_if_one_machine : 0;
     if (secret_hex.empty()) secret_hex = secret_of_rank0;
     if (secret_hex.empty())
