@@ -92,22 +92,29 @@ int main(int argc, char** argv) {
     // The ranks that share this machine's cores, in network namespaces or
     // posed as several nodes or not, are those whose kernel has this one's
     // boot id: the transport must count exactly them.
-    if (const int sharing = job.world().transport().ranks_on_this_machine(),
-        expected = ranks_with_this_boot_id(job);
-        sharing != expected) {
+    const int on_this_machine = ranks_with_this_boot_id(job);
+    if (const int sharing = job.world().transport().ranks_on_this_machine();
+        sharing != on_this_machine) {
         std::fprintf(stderr, "rank %d: the %s transport counts %d ranks on this machine, not %d\n",
-                     job.rank(), transport.c_str(), sharing, expected);
+                     job.rank(), transport.c_str(), sharing, on_this_machine);
         return 1;
     }
-    // Over shared memory alone every rank is on this machine, and the
-    // transport's ranks to a core must be the job's own count of them.
-    if (transport == "shm") {
-        const auto said = static_cast<int>(job.world().transport().capabilities().ranks_per_core);
+    // Over shared memory alone, and over TCP where every rank is on this
+    // machine, the transport's ranks to a core must be the job's own count
+    // of them; TCP across machines and shm+tcp say 0 (unknown).
+    const auto said = static_cast<int>(job.world().transport().capabilities().ranks_per_core);
+    if (transport == "shm" || (transport == "tcp" && on_this_machine == job.size())) {
         if (const int expected = ranks_per_core_of_the_job(job); expected > 0 && said != expected) {
-            std::fprintf(stderr, "rank %d: the shm transport runs %d ranks to a core, not %d\n",
-                         job.rank(), said, expected);
+            std::fprintf(stderr, "rank %d: the %s transport runs %d ranks to a core, not %d\n",
+                         job.rank(), transport.c_str(), said, expected);
             return 1;
         }
+    } else if ((transport == "tcp" || transport == "shm+tcp") && said != 0) {
+        std::fprintf(stderr,
+                     "rank %d: the %s transport runs %d ranks to a core of machines it "
+                     "cannot see\n",
+                     job.rank(), transport.c_str(), said);
+        return 1;
     }
     tutti::testing::job_world() = job.world();
     doctest::Context context(argc, argv);
