@@ -685,7 +685,9 @@ TEST_CASE("over TCP beyond 8 ranks with more than 4 to a core: through rank 0") 
     // all_reduce up to 256 KiB, 0.42-0.93 for the broadcast up to 16 KiB
     // and from 64 KiB to 1 MiB (not at 64 KiB, against the binomial tree),
     // and 0.40-0.92 for the reduce, all_gather and reduce_scatter up to 16
-    // KiB; beyond, it lost (sixty-fifth session, docs/performance.md). Several machines (0) or up
+    // KiB; beyond, it lost. From 4 MiB the all_gather's ring took 0.57-0.91
+    // of recursive doubling's and the neighbour exchange's time at 16 and 12
+    // ranks (sixty-fifth session, docs/performance.md). Several machines (0) or up
     // to 4 ranks to a core: as before.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
@@ -718,6 +720,12 @@ TEST_CASE("over TCP beyond 8 ranks with more than 4 to a core: through rank 0") 
                             "recursive_doubling"},
             crowding_choice{over_tcp(collective::all_gather, 16, 1 << 20), "recursive_doubling",
                             "recursive_doubling"},
+            crowding_choice{over_tcp(collective::all_gather, 16, 4 << 20), "ring",
+                            "recursive_doubling"},
+            crowding_choice{over_tcp(collective::all_gather, 12, 4 << 20), "ring",
+                            "neighbor_exchange"},
+            crowding_choice{over_tcp(collective::all_gather, 12, 2 << 20), "neighbor_exchange",
+                            "neighbor_exchange"},
             crowding_choice{over_tcp(collective::reduce_scatter, 16, 4 << 10), "linear",
                             "recursive_halving"},
             crowding_choice{over_tcp(collective::reduce_scatter, 16, 1 << 20), "recursive_halving",
