@@ -679,17 +679,15 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
                    {5, 8}, {0, 1, 4});
 }
 
-TEST_CASE("over TCP from 3 to 8 ranks that share cores: reduce_scatter and 8-rank all_gather via "
-          "rank 0") {
+TEST_CASE("over TCP at 3 and 5-7 ranks that share cores, the reduce_scatter via rank 0") {
     // Forced linear against the TCP tree's choices, 2-4 ranks to a core:
-    // the reduce_scatter 0.42-0.90 up to 240 KiB at 3, 5 and 6 ranks, both
-    // 0.46-0.91 to 64 KiB at 8, over loopback and between namespaces (the
-    // 8-rank all_gather of 128 KiB 0.89 over loopback, 0.73 and 1.11 between
-    // namespaces). The all_gather at 3 and 6 ranks gained over
-    // loopback (0.47-0.94) but not between namespaces (1.12-1.41), and at 4
-    // ranks linear gained to 32 KiB, but between namespaces the recursive
-    // doubling of 64 KiB run after it took 1.48-1.57 times as long: those
-    // left as they were (sixty-fifth session, docs/performance.md).
+    // the reduce_scatter 0.42-0.90 up to 240 KiB at 3, 5 and 6 ranks over
+    // loopback, 0.68-0.89 between namespaces. The all_gather gained over
+    // loopback but not between namespaces (1.12-1.41 at 3 and 6 ranks); at 4
+    // and 8 ranks linear gained too, but between namespaces the recursive
+    // doubling and halving of the next size took 1.25-1.57 times as long
+    // after it: those left as they were (sixty-fifth session,
+    // docs/performance.md).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     const auto gather_over_tcp = [](int p, std::size_t bytes) {
@@ -702,23 +700,16 @@ TEST_CASE("over TCP from 3 to 8 ranks that share cores: reduce_scatter and 8-ran
     check_crowding(
         tree,
         {
-            crowding_choice{gather_over_tcp(4, 32 << 10), "recursive_doubling",
-                            "recursive_doubling"},
-            crowding_choice{gather_over_tcp(4, 64 << 10), "recursive_doubling",
-                            "recursive_doubling"},
-            crowding_choice{gather_over_tcp(8, 64 << 10), "linear", "recursive_doubling"},
-            crowding_choice{gather_over_tcp(8, 128 << 10), "recursive_doubling",
+            crowding_choice{reduce_over_tcp(6, 120 << 10), "linear", "ring"},
+            crowding_choice{reduce_over_tcp(3, 60 << 10), "linear", "ring"},
+            crowding_choice{reduce_over_tcp(5, 240 << 10), "ring", "ring"},
+            crowding_choice{reduce_over_tcp(8, 64 << 10), "recursive_halving", "recursive_halving"},
+            crowding_choice{reduce_over_tcp(4, 32 << 10), "recursive_halving", "recursive_halving"},
+            crowding_choice{gather_over_tcp(8, 64 << 10), "recursive_doubling",
                             "recursive_doubling"},
             crowding_choice{gather_over_tcp(6, 120 << 10), "neighbor_exchange",
                             "neighbor_exchange"},
             crowding_choice{gather_over_tcp(3, 60 << 10), "bruck", "bruck"},
-            crowding_choice{gather_over_tcp(5, 240 << 10), "ring", "ring"},
-            crowding_choice{reduce_over_tcp(4, 32 << 10), "recursive_halving", "recursive_halving"},
-            crowding_choice{reduce_over_tcp(8, 64 << 10), "linear", "recursive_halving"},
-            crowding_choice{reduce_over_tcp(8, 128 << 10), "recursive_halving",
-                            "recursive_halving"},
-            crowding_choice{reduce_over_tcp(6, 120 << 10), "linear", "ring"},
-            crowding_choice{reduce_over_tcp(5, 240 << 10), "ring", "ring"},
         },
         {2, 3, 4}, {0, 1});
 }
