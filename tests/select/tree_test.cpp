@@ -94,6 +94,16 @@ call_signature plain(collective kind, int p, std::size_t bytes) {
     return call_signature{.kind = kind, .comm_size = p, .bytes = bytes};
 }
 
+// The same call over TCP; a reduction's with a commutative operation.
+call_signature over_tcp(collective kind, int p, std::size_t bytes) {
+    const bool reduces = kind == collective::all_reduce || kind == collective::reduce ||
+                         kind == collective::reduce_scatter || kind == collective::scan ||
+                         kind == collective::exscan;
+    auto s = reduces ? with_op(kind, p, bytes) : plain(kind, p, bytes);
+    s.transport = "tcp";
+    return s;
+}
+
 // A call's choice where ranks crowd the cores (ranks_per_core among
 // `crowded_figures`) and where they do not (among `general_figures`); over
 // shared memory unless the call names its transport.
@@ -640,43 +650,41 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
     // 4 ranks on 2 cores: Bruck's two packed messages took 0.80-0.91 of
     // linear's time for blocks to 16 KiB, over loopback and between
     // network namespaces; at 8 ranks 0.69-0.83 for blocks to 4 KiB; at 6
-    // 0.82-0.95. Where its packed message reaches 64 KiB (two TCP segments
-    // on loopback) it fell behind. At 10-16 ranks on 2 cores (5-8 to a
+    // 0.82-0.95. Where its packed message reaches 64 KiB it fell behind
+    // (messages of 64 KiB took a third longer than of 63 KiB over
+    // loopback; cause not found). At 10-16 ranks on 2 cores (5-8 to a
     // core) Bruck took 0.27-0.48 of pairwise's time up to 96 KiB, and
     // linear (one step) 0.52-0.86 beyond (sixty-fifth session,
     // docs/performance.md). Ranks on several machines (0) or a core each:
     // as before.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    const auto over_tcp = [](int p, std::size_t bytes) {
-        auto s = plain(collective::all_to_all, p, bytes);
-        s.transport = "tcp";
-        return s;
-    };
-    check_crowding(tree,
-                   {
-                       crowding_choice{over_tcp(4, 4 << 10), "bruck", "pairwise"},
-                       crowding_choice{over_tcp(4, 8 << 10), "bruck", "linear"},
-                       crowding_choice{over_tcp(4, 64 << 10), "bruck", "linear"},
-                       crowding_choice{over_tcp(4, 68 << 10), "linear", "linear"},
-                       crowding_choice{over_tcp(8, 32 << 10), "bruck", "linear"},
-                       crowding_choice{over_tcp(6, 24 << 10), "bruck", "linear"},
-                       crowding_choice{over_tcp(8, 64 << 10), "linear", "linear"},
-                       crowding_choice{over_tcp(3, 3 << 10), "pairwise", "pairwise"},
-                       crowding_choice{over_tcp(3, 24 << 10), "linear", "linear"},
-                       crowding_choice{over_tcp(2, 64 << 10), "pairwise", "pairwise"},
-                       crowding_choice{over_tcp(4, 1 << 20), "pairwise", "pairwise"},
-                   },
-                   {2, 3}, {0, 1});
-    check_crowding(tree,
-                   {
-                       crowding_choice{over_tcp(16, 64 << 10), "bruck", "pairwise"},
-                       crowding_choice{over_tcp(12, 96 << 10), "bruck", "pairwise"},
-                       crowding_choice{over_tcp(16, 128 << 10), "linear", "pairwise"},
-                       crowding_choice{over_tcp(16, 4 << 20), "linear", "pairwise"},
-                       crowding_choice{over_tcp(16, 8 << 10), "bruck", "bruck"},
-                   },
-                   {5, 8}, {0, 1, 4});
+    check_crowding(
+        tree,
+        {
+            crowding_choice{over_tcp(collective::all_to_all, 4, 4 << 10), "bruck", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 8 << 10), "bruck", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 64 << 10), "bruck", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 68 << 10), "linear", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 8, 32 << 10), "bruck", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 6, 24 << 10), "bruck", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 8, 64 << 10), "linear", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 3, 3 << 10), "pairwise", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 3, 24 << 10), "linear", "linear"},
+            crowding_choice{over_tcp(collective::all_to_all, 2, 64 << 10), "pairwise", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 1 << 20), "pairwise", "pairwise"},
+        },
+        {2, 3}, {0, 1});
+    check_crowding(
+        tree,
+        {
+            crowding_choice{over_tcp(collective::all_to_all, 16, 64 << 10), "bruck", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 12, 96 << 10), "bruck", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 16, 128 << 10), "linear", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 16, 4 << 20), "linear", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 16, 8 << 10), "bruck", "bruck"},
+        },
+        {5, 8}, {0, 1, 4});
 }
 
 TEST_CASE("over TCP at 3 and 5-7 ranks that share cores, the reduce_scatter via rank 0") {
@@ -690,26 +698,21 @@ TEST_CASE("over TCP at 3 and 5-7 ranks that share cores, the reduce_scatter via 
     // docs/performance.md).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    const auto gather_over_tcp = [](int p, std::size_t bytes) {
-        return call_signature{
-            .kind = collective::all_gather, .comm_size = p, .bytes = bytes, .transport = "tcp"};
-    };
-    const auto reduce_over_tcp = [](int p, std::size_t bytes) {
-        return with_op(collective::reduce_scatter, p, bytes, true, "tcp");
-    };
     check_crowding(
         tree,
         {
-            crowding_choice{reduce_over_tcp(6, 120 << 10), "linear", "ring"},
-            crowding_choice{reduce_over_tcp(3, 60 << 10), "linear", "ring"},
-            crowding_choice{reduce_over_tcp(5, 240 << 10), "ring", "ring"},
-            crowding_choice{reduce_over_tcp(8, 64 << 10), "recursive_halving", "recursive_halving"},
-            crowding_choice{reduce_over_tcp(4, 32 << 10), "recursive_halving", "recursive_halving"},
-            crowding_choice{gather_over_tcp(8, 64 << 10), "recursive_doubling",
+            crowding_choice{over_tcp(collective::reduce_scatter, 6, 120 << 10), "linear", "ring"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 3, 60 << 10), "linear", "ring"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 5, 240 << 10), "ring", "ring"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 8, 64 << 10), "recursive_halving",
+                            "recursive_halving"},
+            crowding_choice{over_tcp(collective::reduce_scatter, 4, 32 << 10), "recursive_halving",
+                            "recursive_halving"},
+            crowding_choice{over_tcp(collective::all_gather, 8, 64 << 10), "recursive_doubling",
                             "recursive_doubling"},
-            crowding_choice{gather_over_tcp(6, 120 << 10), "neighbor_exchange",
+            crowding_choice{over_tcp(collective::all_gather, 6, 120 << 10), "neighbor_exchange",
                             "neighbor_exchange"},
-            crowding_choice{gather_over_tcp(3, 60 << 10), "bruck", "bruck"},
+            crowding_choice{over_tcp(collective::all_gather, 3, 60 << 10), "bruck", "bruck"},
         },
         {2, 3, 4}, {0, 1});
 }
@@ -724,18 +727,20 @@ TEST_CASE("over TCP at 5 to 8 ranks that share cores: the all_reduce to 256 KiB 
     // docs/performance.md).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    const auto over_tcp = [](int p, std::size_t bytes) {
-        return with_op(collective::all_reduce, p, bytes, true, "tcp");
-    };
-    check_crowding(tree,
-                   {
-                       crowding_choice{over_tcp(8, 256 << 10), "linear", "rabenseifner"},
-                       crowding_choice{over_tcp(6, 64 << 10), "linear", "rabenseifner"},
-                       crowding_choice{over_tcp(5, 8 << 10), "linear", "linear"},
-                       crowding_choice{over_tcp(8, 1 << 20), "rabenseifner", "rabenseifner"},
-                       crowding_choice{over_tcp(4, 256 << 10), "rabenseifner", "rabenseifner"},
-                   },
-                   {2, 3, 4}, {0, 1});
+    check_crowding(
+        tree,
+        {
+            crowding_choice{over_tcp(collective::all_reduce, 8, 256 << 10), "linear",
+                            "rabenseifner"},
+            crowding_choice{over_tcp(collective::all_reduce, 6, 64 << 10), "linear",
+                            "rabenseifner"},
+            crowding_choice{over_tcp(collective::all_reduce, 5, 8 << 10), "linear", "linear"},
+            crowding_choice{over_tcp(collective::all_reduce, 8, 1 << 20), "rabenseifner",
+                            "rabenseifner"},
+            crowding_choice{over_tcp(collective::all_reduce, 4, 256 << 10), "rabenseifner",
+                            "rabenseifner"},
+        },
+        {2, 3, 4}, {0, 1});
 }
 
 TEST_CASE("over TCP beyond 8 ranks with more than 4 to a core: through rank 0") {
@@ -751,12 +756,6 @@ TEST_CASE("over TCP beyond 8 ranks with more than 4 to a core: through rank 0") 
     // to 4 ranks to a core: as before.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
-    const auto over_tcp = [](collective kind, int p, std::size_t bytes) {
-        const bool reduces = kind != collective::broadcast && kind != collective::all_gather;
-        return reduces ? with_op(kind, p, bytes, true, "tcp")
-                       : call_signature{
-                             .kind = kind, .comm_size = p, .bytes = bytes, .transport = "tcp"};
-    };
     check_crowding(
         tree,
         {
