@@ -652,7 +652,7 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
     // network namespaces; at 8 ranks 0.69-0.83 for blocks to 4 KiB; at 6
     // 0.82-0.95. Where its packed message reaches 64 KiB it fell behind
     // (messages of 64 KiB took a third longer than of 63 KiB over
-    // loopback; cause not found). At 10-16 ranks on 2 cores (5-8 to a
+    // loopback: past its 65,483-byte segment). At 10-16 ranks on 2 cores (5-8 to a
     // core) Bruck took 0.27-0.48 of pairwise's time up to 96 KiB, and
     // linear (one step) 0.52-0.86 beyond (sixty-fifth session,
     // docs/performance.md). Ranks on several machines (0) or a core each:
