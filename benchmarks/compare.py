@@ -39,8 +39,10 @@ benchmarks/netns_agent.sh as its remote shell, mpiexec `-hosts` and
 `--oversubscribe` above 2 ranks on this 2-core machine.
 
 --raw writes every run's rows (tutti-bench CSV columns plus `repeat`), which
-tools/plot_bench.py plots as medians. Exit status: 0, or 1 when a run failed
-or a result was wrong.
+tools/plot_bench.py plots as medians. SIGTERM, SIGINT or SIGHUP stops the
+run: the running launcher's ranks are killed, namespaces and temporary files
+removed, and the rounds complete before it reported. Exit status: 0, or 1
+when a run failed, a result was wrong or the run was stopped.
 """
 import argparse
 import contextlib
@@ -89,6 +91,19 @@ def find_build(root, given):
             return os.path.abspath(build)
     sys.exit("compare: no build directory with tools/tutti-bench/tutti-bench "
              f"(looked in {', '.join(candidates)}); build first or give --build")
+
+
+class stopped_by_signal(Exception):
+    """SIGTERM, SIGINT or SIGHUP reached compare.py (a timeout, Ctrl-C, a
+    closed terminal): unwind, killing the running launcher's ranks and
+    removing the namespaces and temporary files."""
+
+
+def stop_on_signals():
+    def handler(number, _frame):
+        raise stopped_by_signal(signal.Signals(number).name)
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, handler)
 
 
 class runner:
@@ -217,6 +232,13 @@ class runner:
         timed_out = False
         try:
             out, err = process.communicate(timeout=self.args.timeout + 30)
+        except stopped_by_signal:
+            # The launcher runs in a session of its own (so a timeout can
+            # kill all its ranks); a signal to compare.py alone would leave
+            # them running and spinning on the cores.
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
         except subprocess.TimeoutExpired:
             timed_out = True
             # The rows written so far are kept (the programs write the CSV
@@ -242,6 +264,27 @@ class runner:
             for row in rows:
                 row["implementation"] = impl
         return rows
+
+    def round(self, repeat, gate, implementations, program_args, extra, csv_path, raw):
+        """One round: every implementation once per rank count, the order
+        rotated. Its rows join raw unless the mode gate saw the machine
+        change mode during it; returns the next round's index."""
+        if gate:
+            gate.wait()
+        print(f"compare: round {repeat + 1} of {self.args.repeats}", file=sys.stderr, flush=True)
+        rows = []
+        for ranks in self.args.ranks:
+            shift = (repeat + ranks) % len(implementations)
+            for impl in implementations[shift:] + implementations[:shift]:
+                rows += self.run(impl, ranks, program_args, csv_path)
+        if self.args.memcpy:
+            rows += self.run("tutti", 1, ["--memcpy", "-m", self.args.sizes] + extra, csv_path)
+        if gate and not gate.held(self.args.repeats):
+            return repeat
+        for row in rows:
+            row["repeat"] = str(repeat)
+        raw += rows
+        return repeat + 1
 
 
 def median_latency(rows, column="max_us"):
@@ -331,35 +374,27 @@ def main():
                   file=sys.stderr)
     if "tutti" not in implementations:
         sys.exit("compare: tutti-bench or tuttirun is missing")
-    ranks_list = args.ranks
     program_args = [args.collectives, "-m", args.sizes] + extra
     if not args.no_validate:
         program_args.append("--validate")
 
     raw = []
+    stopped = None
+    stop_on_signals()
     with contextlib.ExitStack() as cleanup, tempfile.TemporaryDirectory(
             prefix="tutti-compare.") as tmp:
         if args.mode == "netns":
-            r.hosts = enter_hosts(cleanup, max(ranks_list), "compare", args.ranks_per_host)
+            r.hosts = enter_hosts(cleanup, max(args.ranks), "compare", args.ranks_per_host)
         csv_path = os.path.join(tmp, "run.csv")
         repeat = 0
-        while repeat < args.repeats:
-            if gate:
-                gate.wait()
-            print(f"compare: round {repeat + 1} of {args.repeats}", file=sys.stderr, flush=True)
-            rows = []
-            for ranks in ranks_list:
-                shift = (repeat + ranks) % len(implementations)
-                for impl in implementations[shift:] + implementations[:shift]:
-                    rows += r.run(impl, ranks, program_args, csv_path)
-            if args.memcpy:
-                rows += r.run("tutti", 1, ["--memcpy", "-m", args.sizes] + extra, csv_path)
-            if gate and not gate.held(args.repeats):
-                continue
-            for row in rows:
-                row["repeat"] = str(repeat)
-            raw += rows
-            repeat += 1
+        try:
+            while repeat < args.repeats:
+                repeat = r.round(repeat, gate, implementations, program_args, extra, csv_path, raw)
+        except stopped_by_signal as signal_name:
+            # The rounds already complete are still reported below.
+            stopped = signal_name
+            print(f"compare: stopped by {stopped} in round {repeat + 1} of {args.repeats}; "
+                  "the table holds the rounds complete before it", file=sys.stderr, flush=True)
 
     wrong = [x for x in raw if x.get("valid") == "NO"]
     for x in wrong:
@@ -444,7 +479,7 @@ def main():
     placed = f", {args.ranks_per_host} ranks per host" if r.hierarchical else ""
     print(f"# tutti vs MPI, mode {args.mode}{placed} (tutti transport: "
           f"{', '.join(transports) or '?'}), "
-          f"medians of {args.repeats} rounds of the max-over-ranks mean latency;\n"
+          f"medians of {repeat} rounds of the max-over-ranks mean latency;\n"
           f"# ratio = tutti / best MPI (below 1: tutti faster); shared = the same for tutti-shared "
           f"(buffers from tutti::shared_allocator), blocking for tutti-blocking (each call "
           f"through tutti::wait); spread = slowest / fastest "
@@ -488,7 +523,7 @@ def main():
             writer = csv.DictWriter(f, fieldnames=list(raw[0].keys()))
             writer.writeheader()
             writer.writerows(raw)
-    return 1 if r.failures or wrong else 0
+    return 1 if r.failures or wrong or stopped else 0
 
 
 if __name__ == "__main__":
