@@ -36,6 +36,10 @@ With --netns, every rank runs in a network namespace of its own over the
 TCP transport, as compare.py --mode netns does (needs root and iproute2);
 with --ranks-per-host K as well, K ranks share each namespace, over shared
 memory within it and TCP between (shm+tcp).
+
+SIGTERM, SIGINT or SIGHUP stops the run: the ranks running are killed, the
+namespaces removed, and the rounds complete before it reported (exit status
+1).
 """
 
 import argparse
@@ -50,6 +54,7 @@ import tempfile
 import paired
 from calm import add_mode_options, gate_from
 from netns_hosts import enter_hosts
+from stopping import stop_on_signals, stopped_by_signal
 
 
 def main():
@@ -104,10 +109,20 @@ def main():
     gate = gate_from(args, build, "ab")
 
     column = "iteration_us" if args.per_iteration else "max_us"
+    taken = []
+    stop_on_signals()
     with contextlib.ExitStack() as cleanup:
         hosts = (enter_hosts(cleanup, int(args.ranks), "ab", args.ranks_per_host)
                  if args.netns else None)
-        taken = rounds(args, labelled, launcher, gate, column, hosts)
+        try:
+            rounds(args, labelled, launcher, gate, column, hosts, taken)
+        except stopped_by_signal as stopped:
+            # subprocess.run killed tuttirun, whose ranks die with it.
+            print(f"ab: stopped by {stopped} in round {len(taken) + 1} of {args.rounds}; the "
+                  "table holds the rounds complete before it", file=sys.stderr)
+            stopped_early = True
+        else:
+            stopped_early = False
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
     calm = f"; {gate.describe()}" if gate else ""
@@ -116,7 +131,7 @@ def main():
         where = "; TCP between network namespaces"
     elif args.netns:
         where = f"; {args.ranks_per_host} ranks per network namespace, shm within, TCP between"
-    print(f"# median over {args.rounds} interleaved rounds of the slowest rank's {what}, µs; "
+    print(f"# median over {len(taken)} interleaved rounds of the slowest rank's {what}, µs; "
           f"{args.ranks} ranks, bind {args.bind}{calm}{where}")
     width = max(12, *(len(n) + 2 for n in names))
     print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width}}" for n in names))
@@ -128,7 +143,7 @@ def main():
             cells += f"{shown(statistics.median(values)):>{width}}" if values else f"{'-':>{width}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
     if len(names) < 2:
-        return
+        return 1 if stopped_early else 0
     base = names[0]
     print(f"# paired with {base} round by round: median of the per-round ratio to {base}, "
           f"rounds in which it was quicker, * where a sign test gives p < 0.05")
@@ -140,16 +155,17 @@ def main():
                      if n in one.get(key, {}) and base in one.get(key, {})]
             cells += f"{paired.shown(pairs):>{width + 8}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
+    return 1 if stopped_early else 0
 
 
-def rounds(args, labelled, launcher, gate, column, hosts):
-    """One dict per round kept: (collective, bytes) -> label -> the slowest rank's figure."""
+def rounds(args, labelled, launcher, gate, column, hosts, kept):
+    """Appends to kept one dict per round kept: (collective, bytes) -> label
+    -> the slowest rank's figure."""
     env = dict(os.environ)
     if hosts is not None:
         # Several ranks per host: shm+tcp (TUTTI_TRANSPORT=auto).
         env.update(hosts.environment(),
                    TUTTI_TRANSPORT="tcp" if hosts.ranks_per_host == 1 else "auto")
-    kept = []
     r = 0
     while r < args.rounds:
         if gate:
@@ -183,7 +199,6 @@ def rounds(args, labelled, launcher, gate, column, hosts):
             continue
         kept.append(taken)
         r += 1
-    return kept
 
 
 def shown(us):
@@ -192,4 +207,4 @@ def shown(us):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

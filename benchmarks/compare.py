@@ -58,6 +58,7 @@ import tempfile
 import paired
 from calm import add_mode_options, gate_from
 from netns_hosts import enter_hosts
+from stopping import stop_on_signals, stopped_by_signal
 
 # Variants of tutti measured as series of their own: tutti-bench's options
 # for each, and the heading of its ratio column.
@@ -91,19 +92,6 @@ def find_build(root, given):
             return os.path.abspath(build)
     sys.exit("compare: no build directory with tools/tutti-bench/tutti-bench "
              f"(looked in {', '.join(candidates)}); build first or give --build")
-
-
-class stopped_by_signal(Exception):
-    """SIGTERM, SIGINT or SIGHUP reached compare.py (a timeout, Ctrl-C, a
-    closed terminal): unwind, killing the running launcher's ranks and
-    removing the namespaces and temporary files."""
-
-
-def stop_on_signals():
-    def handler(number, _frame):
-        raise stopped_by_signal(signal.Signals(number).name)
-    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(number, handler)
 
 
 class runner:
