@@ -362,6 +362,14 @@ def main():
                   file=sys.stderr)
     if "tutti" not in implementations:
         sys.exit("compare: tutti-bench or tuttirun is missing")
+    cores = len(os.sched_getaffinity(0))
+    if "mpich" in implementations and max(args.ranks) > cores:
+        # Said before the first round: such a run can take the whole
+        # --timeout, every round (an 8-rank run on 2 cores took over 630 s).
+        print(f"compare: WARNING: MPICH's ranks spin without yielding; at "
+              f"{max(args.ranks)} ranks on {cores} cores each of its runs may take up to "
+              f"--timeout ({args.timeout:g} s). --implementations tutti,openmpi leaves it out.",
+              file=sys.stderr, flush=True)
     program_args = [args.collectives, "-m", args.sizes] + extra
     if not args.no_validate:
         program_args.append("--validate")
