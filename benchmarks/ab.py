@@ -110,6 +110,7 @@ def main():
 
     column = "iteration_us" if args.per_iteration else "max_us"
     taken = []
+    stopped_early = False
     stop_on_signals()
     with contextlib.ExitStack() as cleanup:
         hosts = (enter_hosts(cleanup, int(args.ranks), "ab", args.ranks_per_host)
@@ -121,8 +122,6 @@ def main():
             print(f"ab: stopped by {stopped} in round {len(taken) + 1} of {args.rounds}; the "
                   "table holds the rounds complete before it", file=sys.stderr)
             stopped_early = True
-        else:
-            stopped_early = False
     names = [n for n, _ in labelled]
     what = ("wall time per whole iteration" if args.per_iteration else "mean")
     calm = f"; {gate.describe()}" if gate else ""
