@@ -657,7 +657,12 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
     // loopback: past its 65,483-byte segment). At 10-16 ranks on 2 cores (5-8 to a
     // core) Bruck took 0.27-0.48 of pairwise's time up to 96 KiB, and
     // linear (one step) 0.52-0.86 beyond (sixty-fifth session,
-    // docs/performance.md). Ranks on several machines (0) or a core each:
+    // docs/performance.md). From 4 to 8 ranks linear goes on to 128 KiB
+    // blocks, where pairwise exchanges ran: 0.71-0.79 of their time at
+    // 48-128 KiB blocks on 4 ranks over loopback in both of the machine's
+    // modes, 0.71-0.92 between namespaces, 0.72-0.94 on 8, 0.76-0.83 on 6;
+    // at 3 ranks pairwise stays (linear 1.19-1.37 from 128 KiB blocks;
+    // sixty-eighth session). Ranks on several machines (0) or a core each:
     // as before.
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
@@ -676,6 +681,11 @@ TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blo
             crowding_choice{over_tcp(collective::all_to_all, 3, 3 << 10), "pairwise", "pairwise"},
             crowding_choice{over_tcp(collective::all_to_all, 3, 24 << 10), "linear", "linear"},
             crowding_choice{over_tcp(collective::all_to_all, 2, 64 << 10), "pairwise", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 512 << 10), "linear", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 4, 516 << 10), "pairwise", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 8, 1 << 20), "linear", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 6, 288 << 10), "linear", "pairwise"},
+            crowding_choice{over_tcp(collective::all_to_all, 3, 192 << 10), "pairwise", "pairwise"},
             crowding_choice{over_tcp(collective::all_to_all, 4, 1 << 20), "pairwise", "pairwise"},
         },
         {2, 3}, {0, 1});
