@@ -26,7 +26,11 @@ median of its per-round ratio to the first, in how many rounds it was the
 quicker, and a `*` where a two-sided sign test puts that count beyond
 chance (p < 0.05; 9 rounds need 8 wins either way, 5 rounds cannot reach
 it). Two labels of the same binary (an A/A run) show how far this
-machine's noise alone moves the medians.
+machine's noise alone moves the medians. Next to it the same pairing of
+the other figure, the whole iteration (or, with --per-iteration, the
+call): a change can make the call quicker and the loop around it slower,
+when it lets some ranks out early and their work lands in the next
+barrier (docs/performance.md, sixty-eighth session).
 
 A NAME=PATH may be a script that runs tutti-bench with more options, to
 compare algorithms: `exec tutti-bench "$@" -a binomial`, or settings:
@@ -109,6 +113,7 @@ def main():
     gate = gate_from(args, build, "ab")
 
     column = "iteration_us" if args.per_iteration else "max_us"
+    other = "max_us" if args.per_iteration else "iteration_us"
     taken = []
     stopped_early = False
     stop_on_signals()
@@ -116,7 +121,7 @@ def main():
         hosts = (enter_hosts(cleanup, int(args.ranks), "ab", args.ranks_per_host)
                  if args.netns else None)
         try:
-            rounds(args, labelled, launcher, gate, column, hosts, taken)
+            rounds(args, labelled, launcher, gate, (column, other), hosts, taken)
         except stopped_by_signal as stopped:
             # subprocess.run killed tuttirun, whose ranks die with it.
             print(f"ab: stopped by {stopped} in round {len(taken) + 1} of {args.rounds}; the "
@@ -138,28 +143,36 @@ def main():
     for key in keys:
         cells = ""
         for n in names:
-            values = [one[key][n] for one in taken if n in one.get(key, {})]
+            values = [one[key][n][column] for one in taken if n in one.get(key, {})]
             cells += f"{shown(statistics.median(values)):>{width}}" if values else f"{'-':>{width}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
     if len(names) < 2:
         return 1 if stopped_early else 0
     base = names[0]
+    other_what = "the call" if args.per_iteration else "the whole iteration"
     print(f"# paired with {base} round by round: median of the per-round ratio to {base}, "
-          f"rounds in which it was quicker, * where a sign test gives p < 0.05")
-    print(f"{'collective':<16}{'bytes':>10}" + "".join(f"{n:>{width + 8}}" for n in names[1:]))
+          f"rounds in which it was quicker, * where a sign test gives p < 0.05; "
+          f"then the same for {other_what}")
+    other_label = "call" if args.per_iteration else "iteration"
+    print(f"{'collective':<16}{'bytes':>10}" +
+          "".join(f"{n:>{width + 8}}{other_label:>{width + 8}}" for n in names[1:]))
     for key in keys:
         cells = ""
         for n in names[1:]:
-            pairs = [(one[key][n], one[key][base]) for one in taken
-                     if n in one.get(key, {}) and base in one.get(key, {})]
-            cells += f"{paired.shown(pairs):>{width + 8}}"
+            for figure in (column, other):
+                pairs = [(one[key][n][figure], one[key][base][figure]) for one in taken
+                         if figure in one.get(key, {}).get(n, {})
+                         and figure in one.get(key, {}).get(base, {})]
+                cells += f"{paired.shown(pairs):>{width + 8}}"
         print(f"{key[0]:<16}{key[1]:>10}{cells}")
     return 1 if stopped_early else 0
 
 
-def rounds(args, labelled, launcher, gate, column, hosts, kept):
+def rounds(args, labelled, launcher, gate, columns, hosts, kept):
     """Appends to kept one dict per round kept: (collective, bytes) -> label
-    -> the slowest rank's figure."""
+    -> CSV column -> the slowest rank's figure. The first of columns is
+    needed; the second is taken where the binary writes it."""
+    column = columns[0]
     env = dict(os.environ)
     if hosts is not None:
         # Several ranks per host: shm+tcp (TUTTI_TRANSPORT=auto).
@@ -193,7 +206,8 @@ def rounds(args, labelled, launcher, gate, column, hosts, kept):
                         sys.exit(f"ab: {path} writes no {column} column (built before it?)")
                     for row in reader:
                         key = (row["collective"], int(row["bytes"]))
-                        taken.setdefault(key, {})[name] = float(row[column])
+                        taken.setdefault(key, {})[name] = {
+                            c: float(row[c]) for c in columns if row.get(c)}
         if gate and not gate.held(args.rounds):
             continue
         kept.append(taken)
