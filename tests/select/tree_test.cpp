@@ -646,7 +646,8 @@ TEST_CASE("up to 8 ranks that share cores, a broadcast past the ring goes down t
         {2, 4}, {0, 1});
 }
 
-TEST_CASE("over TCP on one machine whose cores ranks share, small all_to_all blocks go by Bruck") {
+TEST_CASE("over TCP on one machine whose cores ranks share, all_to_all blocks go by Bruck, then "
+          "linear") {
     // 4 ranks on 2 cores: Bruck's two packed messages took 0.80-0.91 of
     // linear's time for blocks to 16 KiB, over loopback and between
     // network namespaces (sixty-fifth session), but linear 0.81-0.88 of
