@@ -112,8 +112,11 @@ def main():
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(launcher))))
     gate = gate_from(args, build, "ab")
 
-    column = "iteration_us" if args.per_iteration else "max_us"
-    other = "max_us" if args.per_iteration else "iteration_us"
+    # The figure compared first, and the one paired beside it.
+    column, other = ("iteration_us", "max_us") if args.per_iteration else ("max_us",
+                                                                          "iteration_us")
+    other_what, other_label = (("the call", "call") if args.per_iteration else
+                               ("the whole iteration", "iteration"))
     taken = []
     stopped_early = False
     stop_on_signals()
@@ -149,11 +152,9 @@ def main():
     if len(names) < 2:
         return 1 if stopped_early else 0
     base = names[0]
-    other_what = "the call" if args.per_iteration else "the whole iteration"
     print(f"# paired with {base} round by round: median of the per-round ratio to {base}, "
           f"rounds in which it was quicker, * where a sign test gives p < 0.05; "
           f"then the same for {other_what}")
-    other_label = "call" if args.per_iteration else "iteration"
     print(f"{'collective':<16}{'bytes':>10}" +
           "".join(f"{n:>{width + 8}}{other_label:>{width + 8}}" for n in names[1:]))
     for key in keys:
