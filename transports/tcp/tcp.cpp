@@ -56,6 +56,17 @@ constexpr std::size_t read_buffer_bytes = 256 * 1024;
 // second copy; at 2 ranks over TCP, 1 MiB all_reduce then took 19 % longer
 // and all_gather 14 % (docs/performance.md, "ninth session").
 constexpr std::size_t read_ahead_bytes = 64 * 1024;
+// A payload of more than this whose receive is already posted when its header
+// is read goes straight into that receive, as a large one does; one whose
+// receive is not posted is read through the buffer, without waiting for it
+// (the wait is for large ones, core::await_receive). The copy out of the
+// buffer was what made 4 ranks sharing cores over TCP take longer for a
+// 128 KiB all_reduce gathered to rank 0 than for a 192 KiB one; going
+// straight, the 4-rank 96-128 KiB reduce took 0.67-0.88 of the time, that
+// all_reduce 0.8, and the rest stayed level (docs/performance.md,
+// sixty-ninth session).
+// Waiting for unposted mid-size receives too had lost (sixty-eighth).
+constexpr std::size_t straight_when_posted_above = 64 * 1024;
 // Frames gathered into one write when several are queued for one peer.
 constexpr std::size_t max_gathered_frames = 64;
 
@@ -1042,17 +1053,24 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                                         to_string(header.kind), m.key.source, src));
             if (header.kind == frame_kind::data) {
                 const std::size_t n = m.bytes;
+                // Mid-size with its receive posted, and large: straight into
+                // the posted receive; a large one waits a while for it if it
+                // is not posted yet, and else goes into a buffer of its own
+                // that the mailbox then keeps.
+                std::optional<mailbox::claimed_receive> claimed;
                 if (n <= buffer.size() / 2) {
-                    if (end - begin < n) co_await fill(n);
-                    co_await deliver(m, std::span(buffer.data() + begin, n));
-                    begin += n;
-                    continue;
+                    if (n > straight_when_posted_above && end - begin < n)
+                        claimed = mailbox_.claim(m);
+                    if (!claimed) {
+                        if (end - begin < n) co_await fill(n);
+                        co_await deliver(m, std::span(buffer.data() + begin, n));
+                        begin += n;
+                        continue;
+                    }
+                } else {
+                    claimed = co_await claim_or_make_room(m);
+                    if (!claimed) claimed = co_await await_receive(src, m);
                 }
-                // Large: straight into the posted receive (waited for a
-                // while if it is not posted yet), else into a buffer of its
-                // own that the mailbox then keeps.
-                auto claimed = co_await claim_or_make_room(m);
-                if (!claimed) claimed = co_await await_receive(src, m);
                 std::optional<scratch_block> staging;
                 const auto into = mailbox::landing(claimed, n, staging);
                 const std::size_t buffered = std::min(n, end - begin);
@@ -1079,7 +1097,10 @@ asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
                                                  : describe_failure(std::current_exception())))));
                     throw;
                 }
-                if (!claimed) account_unexpected(m);
+                if (claimed)
+                    ++counters_.straight_reads;
+                else
+                    account_unexpected(m);
                 mailbox_.land(m, claimed, staging);
                 // Read to its end, not past it: more may be there.
                 drained = false;

@@ -99,6 +99,10 @@ struct counters {
     // many of those it then read into a buffer of their own, their receive
     // not posted in time.
     std::uint64_t unposted_waits = 0, staged_messages = 0;
+    // Messages whose payload, past what the reader had buffered, was read
+    // straight into their posted receive (large ones, and mid-size ones whose
+    // receive was posted when they came).
+    std::uint64_t straight_reads = 0;
     // The congestion control of the last connection made, as its socket
     // reports it ("" before the first, or where the system cannot tell).
     std::array<char, 16> congestion_control{};

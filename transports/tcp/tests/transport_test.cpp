@@ -485,6 +485,38 @@ TEST_CASE("tcp transport: a large message not received in time is kept, and what
     run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
 }
 
+TEST_CASE("tcp transport: a mid-size message goes straight into a posted receive, and "
+          "through the buffer, without waiting, when its receive comes later") {
+    if (unposted_wait_set_outside()) return;
+    waiting_reader w(20000); // a large message would wait 2 s for its receive
+    auto& [io, boot, t, s] = w;
+    constexpr std::size_t mid_size = 100 * 1024; // beyond one read ahead, within the buffer
+    std::vector<std::byte> first(mid_size);
+    auto r1 = t->irecv(data_header(1, first.size(), 0), first);
+    write_frames_soon(io, s, {{data_header(1, 0, 0), pattern(mid_size, 7)}});
+    CHECK(outcome(io, r1).empty());
+    CHECK(first == pattern(mid_size, 7));
+    CHECK(t->counters().straight_reads == 1);
+    // Not posted: read whole into the buffer and kept, no wait for a
+    // receive; the small message after it arrives, so it was read.
+    std::vector<std::byte> third(10);
+    auto r3 = t->irecv(data_header(1, third.size(), 2), third);
+    write_frames_soon(io, s,
+                      {{data_header(1, 0, 1), pattern(mid_size, 8)},
+                       {data_header(1, 0, 2), pattern(third.size(), 9)}});
+    CHECK(outcome(io, r3).empty());
+    CHECK(third == pattern(third.size(), 9));
+    std::vector<std::byte> second(mid_size);
+    auto r2 = t->irecv(data_header(1, second.size(), 1), second);
+    CHECK(r2->done());
+    CHECK(outcome(io, r2).empty());
+    CHECK(second == pattern(mid_size, 8));
+    CHECK(t->counters().straight_reads == 1);
+    CHECK(t->counters().unposted_waits == 0);
+    CHECK(t->counters().staged_messages == 0);
+    run(io, write_frame(*s, tcp::frame_kind::goodbye, data_header(1, 0), {}));
+}
+
 TEST_CASE("tcp transport: shutting down while a large message waits for its receive") {
     if (unposted_wait_set_outside()) return;
     waiting_reader w(1e6); // ~9 minutes for the message
