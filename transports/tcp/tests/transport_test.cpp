@@ -488,7 +488,7 @@ TEST_CASE("tcp transport: a large message not received in time is kept, and what
 TEST_CASE("tcp transport: a mid-size message goes straight into a posted receive, and "
           "through the buffer, without waiting, when its receive comes later") {
     if (unposted_wait_set_outside()) return;
-    waiting_reader w(20000); // a large message would wait 2 s for its receive
+    waiting_reader w(20000); // waiting as a large one does, this one would wait 2 s
     auto& [io, boot, t, s] = w;
     constexpr std::size_t mid_size = 100 * 1024; // beyond one read ahead, within the buffer
     std::vector<std::byte> first(mid_size);
