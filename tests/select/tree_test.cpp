@@ -112,6 +112,11 @@ struct crowding_choice {
     std::string_view crowded, general;
 };
 
+crowding_choice over_tcp_choice(collective kind, int p, std::size_t bytes, std::string_view crowded,
+                                std::string_view general) {
+    return crowding_choice{over_tcp(kind, p, bytes), crowded, general};
+}
+
 void check_crowding(const decision_tree& tree, std::initializer_list<crowding_choice> choices,
                     std::initializer_list<std::uint32_t> crowded_figures,
                     std::initializer_list<std::uint32_t> general_figures) {
@@ -730,6 +735,47 @@ TEST_CASE("over TCP at 3 and 5-7 ranks that share cores, the reduce_scatter via 
             crowding_choice{over_tcp(collective::all_gather, 3, 60 << 10), "bruck", "bruck"},
         },
         {2, 3, 4}, {0, 1});
+}
+
+TEST_CASE("over TCP at 4 ranks that share cores, the all_gather and reduce_scatter of 128-248 "
+          "KiB go direct") {
+    // A TCP message of 64 KiB or more leaves in two segments, and where
+    // ranks share cores it took far longer than one of 62 KiB. Recursive
+    // doubling and halving send half the vector at once, 64 KiB from 128
+    // KiB on; direct sends quarters, below 64 KiB up to 248 KiB. Forced,
+    // direct took 0.74-0.94 of their time at 128-248 KiB between
+    // namespaces and 0.83-1.00 over loopback, and lost below and from 256
+    // KiB in some runs (seventieth session, docs/performance.md). 8 ranks,
+    // where forced runs disagreed (sixty-fifth), and ranks with a core each
+    // (not measured) keep the old rules.
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    check_crowding(
+        tree,
+        {
+            over_tcp_choice(collective::all_gather, 4, 8 << 10, "linear", "linear"),
+            over_tcp_choice(collective::all_gather, 4, 112 << 10, "recursive_doubling",
+                            "recursive_doubling"),
+            over_tcp_choice(collective::all_gather, 4, 128 << 10, "direct", "recursive_doubling"),
+            over_tcp_choice(collective::all_gather, 4, 248 << 10, "direct", "recursive_doubling"),
+            over_tcp_choice(collective::all_gather, 4, 256 << 10, "recursive_doubling",
+                            "recursive_doubling"),
+            over_tcp_choice(collective::reduce_scatter, 4, 4 << 10, "linear", "linear"),
+            over_tcp_choice(collective::reduce_scatter, 4, 112 << 10, "recursive_halving",
+                            "recursive_halving"),
+            over_tcp_choice(collective::reduce_scatter, 4, 128 << 10, "direct",
+                            "recursive_halving"),
+            over_tcp_choice(collective::reduce_scatter, 4, 248 << 10, "direct",
+                            "recursive_halving"),
+            over_tcp_choice(collective::reduce_scatter, 4, 256 << 10, "recursive_halving",
+                            "recursive_halving"),
+        },
+        {2, 3, 4}, {0, 1});
+    CHECK(tree.walk([] {
+        auto s = over_tcp(collective::all_gather, 8, 128 << 10);
+        s.ranks_per_core = 4;
+        return s;
+    }()) == "recursive_doubling");
 }
 
 TEST_CASE("over TCP at 3 to 8 ranks that share cores: the all_reduce via rank 0, to 1 MiB at "
