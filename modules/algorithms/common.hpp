@@ -461,21 +461,37 @@ std::vector<request> post_receives_at_rank_zero(const call_context& ctx, std::ui
     return requests;
 }
 
-// Rank 0's half of a linear reduction (all_reduce and reduce_scatter
-// linear): receives every other rank's vector of `count` elements, posted
-// all at once, and writes x0 op x1 op ... op x(p-1) to `out`, x0 being
-// `own`. `out` may be `own` (each combine reads before it writes).
-inline task<void> fold_every_vector_at_rank_zero(const call_context& ctx, std::uint64_t tag,
-                                                 const reduction_op& op, std::size_t count,
-                                                 const std::byte* own, std::byte* out) {
+// The root's half of a linear reduction (reduce linear, and rank 0's in
+// all_reduce and reduce_scatter linear): receives every other rank's vector
+// of `count` elements, all posted at once so that none waits unexpected
+// (over TCP one of 64-128 KiB that arrives before its receive is copied
+// twice; docs/performance.md, seventieth session), and writes x0 op x1 op
+// ... op x(p-1) to `out`, x(root) being `own`. `out` may be `own`.
+inline task<void> fold_every_vector_at_root(const call_context& ctx, int root, std::uint64_t tag,
+                                            const reduction_op& op, std::size_t count,
+                                            const std::byte* own, std::byte* out) {
     const int p = ctx.size();
     const std::size_t bytes = count * op.element_size;
-    scratch<> vectors(static_cast<std::size_t>(p - 1) * bytes);
-    const auto slot = [&](int rank) { return blocks_of(vectors.span(), bytes, rank - 1); };
-    auto requests = post_receives_at_rank_zero(ctx, tag, slot, receive_use::combined_at_once);
+    // The fold writes `out` from its first combination on: a root past rank
+    // 1 whose own vector is there keeps a copy of it in one more slot.
+    const bool keep_own = root >= 2 && overlapping({out, bytes}, {own, bytes});
+    scratch<> vectors(static_cast<std::size_t>(keep_own ? p : p - 1) * bytes);
+    const auto slot = [&](int rank) {
+        return blocks_of(vectors.span(), bytes, rank < root ? rank : rank - 1);
+    };
+    std::vector<request> requests;
+    requests.reserve(static_cast<std::size_t>(p - 1));
+    for (int peer = 0; peer < p; ++peer)
+        if (peer != root)
+            requests.push_back(ctx.irecv(peer, tag, slot(peer), receive_use::combined_at_once));
+    if (keep_own) {
+        const auto kept = blocks_of(vectors.span(), bytes, p - 1);
+        copy_bytes(kept.data(), own, bytes);
+        own = kept.data();
+    }
     co_await wait_all(requests);
     fold_in_rank_order(
-        op, p, [&](int rank) { return rank == 0 ? own : slot(rank).data(); }, out, count);
+        op, p, [&](int rank) { return rank == root ? own : slot(rank).data(); }, out, count);
 }
 
 // Rank 0's fan-out in the linear algorithms: part(peer) to every other rank

@@ -35,8 +35,8 @@ task<void> linear(const call_context& ctx, const all_reduce_args& a) {
     }
     // In place, send and recv are one buffer: the fold reads x_0 before it
     // writes the result there.
-    co_await fold_every_vector_at_rank_zero(ctx, gathered, *a.op, a.count, a.send.data(),
-                                            result.data());
+    co_await fold_every_vector_at_root(ctx, 0, gathered, *a.op, a.count, a.send.data(),
+                                       result.data());
     co_await send_from_rank_zero(ctx, released, [&](int) { return result; });
 }
 

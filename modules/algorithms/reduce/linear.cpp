@@ -8,7 +8,12 @@
 // Every rank sends its vector to the root, which folds them in rank order:
 // ((x0 op x1) op x2) ... The root does all p - 1 combinations and receives
 // p - 1 vectors, so it only suits few ranks; its strict left-to-right order
-// makes it the reference for any operation, commutative or not.
+// makes it the reference for any operation, commutative or not. The root
+// posts all its receives at once, into p - 1 vectors of scratch, so that
+// the transport lands each as it arrives (received one at a time, the
+// later ones waited unexpected: over TCP, 4 ranks sharing cores, the 128
+// KiB reduce read 1.03-1.10 of the binomial tree's time where the sizes
+// around it read 0.74-0.97; docs/performance.md, seventieth session).
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
@@ -31,24 +36,8 @@ task<void> linear(const call_context& ctx, const reduce_args& a) {
         co_return;
     }
 
-    // The running result stays out of recv until the last combination, so
-    // an in-place root keeps its own contribution readable until then.
-    scratch<> folded(p > 2 || a.root != 0 ? bytes : 0), incoming(bytes);
-    const std::byte* left = a.send.data();
-    if (a.root != 0) {
-        co_await ctx.recv(0, 0, folded.span());
-        left = folded.data();
-    }
-    for (int i = 1; i < p; ++i) {
-        const std::byte* right = a.send.data();
-        if (i != a.root) {
-            co_await ctx.recv(i, 0, incoming.span(), receive_use::combined_at_once);
-            right = incoming.data();
-        }
-        std::byte* out = i == p - 1 ? a.recv.data() : folded.data();
-        a.op->combine(left, right, out, a.count);
-        left = out;
-    }
+    co_await fold_every_vector_at_root(ctx, a.root, 0, *a.op, a.count, a.send.data(),
+                                       a.recv.data());
 }
 
 const bool registered = register_algorithm<reduce_args>({

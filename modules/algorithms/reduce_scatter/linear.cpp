@@ -45,8 +45,8 @@ task<void> linear(const call_context& ctx, const reduce_scatter_args& a) {
     // Rank 0: the whole result, then each rank's block of it.
     scratch<> whole(total);
     const auto result = whole.span();
-    co_await fold_every_vector_at_rank_zero(ctx, gathered, *a.op, total / a.op->element_size,
-                                            a.send.data(), result.data());
+    co_await fold_every_vector_at_root(ctx, 0, gathered, *a.op, total / a.op->element_size,
+                                       a.send.data(), result.data());
     // In place, recv is send, which the fold has read.
     if (!own.empty()) copy_bytes(own.data(), block(result, 0).data(), own.size());
     co_await send_from_rank_zero(ctx, scattered, [&](int peer) { return block(result, peer); });
