@@ -778,6 +778,28 @@ TEST_CASE("over TCP at 4 ranks that share cores, the all_gather and reduce_scatt
     }()) == "recursive_doubling");
 }
 
+TEST_CASE("over TCP at 4 ranks that share cores, the reduce through rank 0 up to 4 MiB") {
+    // Forced linear against the binomial tree, 4 ranks on 2 cores: 0.74-0.96
+    // of its time from 8 bytes to 4 MiB over loopback and between namespaces
+    // (256 bytes 1.01, 128 KiB 0.99-1.07), 0.99-1.16 at 8-16 MiB (seventieth
+    // session, docs/performance.md); with the root's receives posted at
+    // once, 0.74-0.90 of the tree's time before but for 16 KiB over loopback
+    // (1.03). At 3 ranks the two were level (sixty-ninth); at 5-8 linear
+    // gained over loopback only (sixty-fifth).
+    const auto tree =
+        decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
+    check_crowding(tree,
+                   {
+                       over_tcp_choice(collective::reduce, 4, 8, "linear", "binomial"),
+                       over_tcp_choice(collective::reduce, 4, 128 << 10, "linear", "binomial"),
+                       over_tcp_choice(collective::reduce, 4, 4 << 20, "linear", "binomial"),
+                       over_tcp_choice(collective::reduce, 4, 8 << 20, "binomial", "binomial"),
+                       over_tcp_choice(collective::reduce, 3, 64 << 10, "binomial", "binomial"),
+                       over_tcp_choice(collective::reduce, 8, 64 << 10, "binomial", "binomial"),
+                   },
+                   {2, 3, 4}, {0, 1});
+}
+
 TEST_CASE("over TCP at 3 to 8 ranks that share cores: the all_reduce via rank 0, to 1 MiB at "
           "3 and 512 KiB at 4 to 8") {
     // Forced linear against the TCP tree's choices at 5, 6 and 8 ranks on 2
