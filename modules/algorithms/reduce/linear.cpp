@@ -12,8 +12,8 @@
 // posts all its receives at once, into p - 1 vectors of scratch, so that
 // the transport lands each as it arrives (received one at a time, the
 // later ones waited unexpected: over TCP, 4 ranks sharing cores, the 128
-// KiB reduce read 1.03-1.10 of the binomial tree's time where the sizes
-// around it read 0.74-0.97; docs/performance.md, seventieth session).
+// KiB reduce read up to 1.10 of the binomial tree's time where the other
+// sizes read 0.74-0.96; docs/performance.md, seventieth session).
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"
