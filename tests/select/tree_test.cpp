@@ -778,14 +778,17 @@ TEST_CASE("over TCP at 4 ranks that share cores, the all_gather and reduce_scatt
     }()) == "recursive_doubling");
 }
 
-TEST_CASE("over TCP at 4 ranks that share cores, the reduce through rank 0 up to 4 MiB") {
+TEST_CASE("over TCP at 3 and 4 ranks that share cores, the reduce through the root: 96-768 KiB "
+          "at 3, up to 4 MiB at 4") {
     // Forced linear against the binomial tree, 4 ranks on 2 cores: 0.74-0.96
     // of its time from 8 bytes to 4 MiB over loopback and between namespaces
     // (256 bytes 1.01, 128 KiB 0.99-1.07), 0.99-1.16 at 8-16 MiB (seventieth
     // session, docs/performance.md); with the root's receives posted at
     // once, 0.74-0.90 of the tree's time before but for 16 KiB over loopback
-    // (1.03). At 3 ranks the two were level (sixty-ninth); at 5-8 linear
-    // gained over loopback only (sixty-fifth).
+    // (1.03). At 3 ranks, with them posted at once: 0.76-0.91 at 96-512 KiB,
+    // 0.90-0.95 at 768 KiB, 0.95-1.08 at 16-64 KiB and 1-2 MiB, 1.09-1.23 at 4
+    // MiB (same session). At 5-8 linear gained over loopback only
+    // (sixty-fifth).
     const auto tree =
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     check_crowding(tree,
@@ -795,6 +798,10 @@ TEST_CASE("over TCP at 4 ranks that share cores, the reduce through rank 0 up to
                        over_tcp_choice(collective::reduce, 4, 4 << 20, "linear", "binomial"),
                        over_tcp_choice(collective::reduce, 4, 8 << 20, "binomial", "binomial"),
                        over_tcp_choice(collective::reduce, 3, 64 << 10, "binomial", "binomial"),
+                       over_tcp_choice(collective::reduce, 3, 96 << 10, "linear", "binomial"),
+                       over_tcp_choice(collective::reduce, 3, 768 << 10, "linear", "binomial"),
+                       over_tcp_choice(collective::reduce, 3, 1 << 20, "binomial", "binomial"),
+                       over_tcp_choice(collective::reduce, 2, 256 << 10, "binomial", "binomial"),
                        over_tcp_choice(collective::reduce, 8, 64 << 10, "binomial", "binomial"),
                    },
                    {2, 3, 4}, {0, 1});
