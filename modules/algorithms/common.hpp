@@ -448,16 +448,16 @@ private:
     std::vector<request> requests_;
 };
 
-// Rank 0's fan-in in the linear algorithms: a receive from every other rank
-// into slot(peer), all posted at once so that no message waits unexpected.
-// Await the requests with wait_all.
+// The root's fan-in in the linear algorithms: a receive from every other
+// rank into slot(peer), all posted at once so that no message waits
+// unexpected. Await the requests with wait_all.
 template <typename Slot>
-std::vector<request> post_receives_at_rank_zero(const call_context& ctx, std::uint64_t tag,
-                                                Slot slot, receive_use use = receive_use::kept) {
+std::vector<request> post_receives_at_root(const call_context& ctx, int root, std::uint64_t tag,
+                                           Slot slot, receive_use use = receive_use::kept) {
     std::vector<request> requests;
     requests.reserve(static_cast<std::size_t>(ctx.size() - 1));
-    for (int peer = 1; peer < ctx.size(); ++peer)
-        requests.push_back(ctx.irecv(peer, tag, slot(peer), use));
+    for (int peer = 0; peer < ctx.size(); ++peer)
+        if (peer != root) requests.push_back(ctx.irecv(peer, tag, slot(peer), use));
     return requests;
 }
 
@@ -479,11 +479,7 @@ inline task<void> fold_every_vector_at_root(const call_context& ctx, int root, s
     const auto slot = [&](int rank) {
         return blocks_of(vectors.span(), bytes, rank < root ? rank : rank - 1);
     };
-    std::vector<request> requests;
-    requests.reserve(static_cast<std::size_t>(p - 1));
-    for (int peer = 0; peer < p; ++peer)
-        if (peer != root)
-            requests.push_back(ctx.irecv(peer, tag, slot(peer), receive_use::combined_at_once));
+    auto requests = post_receives_at_root(ctx, root, tag, slot, receive_use::combined_at_once);
     if (keep_own) {
         const auto kept = blocks_of(vectors.span(), bytes, p - 1);
         copy_bytes(kept.data(), own, bytes);

@@ -828,7 +828,7 @@ TEST_CASE("over TCP at 3 to 8 ranks that share cores: the all_reduce via rank 0,
         decision_tree::load(builtin_tree_text(tree_role::pure), "built-in", tree_role::pure);
     const auto choice = [](int p, std::size_t bytes, std::string_view crowded,
                            std::string_view general) {
-        return crowding_choice{over_tcp(collective::all_reduce, p, bytes), crowded, general};
+        return over_tcp_choice(collective::all_reduce, p, bytes, crowded, general);
     };
     check_crowding(tree,
                    {

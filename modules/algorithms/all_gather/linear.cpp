@@ -44,7 +44,7 @@ task<void> linear(const call_context& ctx, const all_gather_args& a) {
     // its block first: the receives write the other blocks.
     const bool inside = overlapping(a.send, a.recv);
     if (inside) copy_unless_same(block_of(0).data(), a.send.data(), block);
-    auto requests = post_receives_at_rank_zero(ctx, gathered, block_of);
+    auto requests = post_receives_at_root(ctx, 0, gathered, block_of);
     // The own block's copy runs while the messages travel.
     if (!inside) copy_bytes(block_of(0).data(), a.send.data(), block);
     co_await wait_all(requests);
