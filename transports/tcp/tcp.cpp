@@ -1,6 +1,7 @@
 #include "transports/tcp/tcp.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +51,27 @@ using socket_ptr = std::shared_ptr<ip::tcp::socket>;
 // many messages; a payload larger than half of it is read straight into its
 // destination instead.
 constexpr std::size_t read_buffer_bytes = 256 * 1024;
+// Where in a page that buffer starts: half a page from a page's start. A
+// sender's kernel writes a frame into its page fragment from the fragment's
+// start whenever its earlier frames have been read (sk_page_frag_refill
+// reuses the page from offset 0), so frames often start a page; the
+// receiver's kernel copies them out with `rep movsb`, which on this machine
+// (AMD, FSRM) crawled where the destination lay 16-24 bytes past the source
+// within a page, and not from 32 bytes on. A heap buffer starts 16 bytes into
+// a page: the kernel's copy took 9-12 % of the CPU time of the 4-rank 128
+// KiB gather over TCP (blocks of 32 KiB), against 2 % from half a page, and
+// the gather 0.6-0.7 of its time (docs/performance.md, seventy-first
+// session).
+constexpr std::size_t page_bytes = 4096;
+constexpr std::size_t read_buffer_start_in_page = page_bytes / 2;
+
+// The reader's buffer within `storage` (read_buffer_bytes + page_bytes),
+// starting read_buffer_start_in_page into a page.
+std::span<std::byte> read_buffer_within(std::vector<std::byte>& storage) {
+    const auto in_page = reinterpret_cast<std::uintptr_t>(storage.data()) % page_bytes;
+    const std::size_t skip = (read_buffer_start_in_page + page_bytes - in_page) % page_bytes;
+    return std::span(storage).subspan(skip, read_buffer_bytes);
+}
 // How far a reader reads beyond the bytes it needs: enough to take many small
 // frames in one call, little of a large message's payload, which from there
 // is copied a second time (the rest goes straight into its receive). Reading
@@ -992,7 +1015,8 @@ asio::awaitable<void> core::deliver(const message_header& m, std::span<const std
 
 asio::awaitable<void> core::read_loop(int src, socket_ptr socket) {
     auto keep = self();
-    std::vector<std::byte> buffer(read_buffer_bytes);
+    std::vector<std::byte> storage(read_buffer_bytes + page_bytes);
+    const std::span<std::byte> buffer = read_buffer_within(storage);
     std::size_t begin = 0;
     std::size_t end = 0;
     // Whether the last read left the socket empty (it returned less than it
