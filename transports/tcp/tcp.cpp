@@ -72,6 +72,7 @@ std::span<std::byte> read_buffer_within(std::vector<std::byte>& storage) {
     const std::size_t skip = (read_buffer_start_in_page + page_bytes - in_page) % page_bytes;
     return std::span(storage).subspan(skip, read_buffer_bytes);
 }
+
 // How far a reader reads beyond the bytes it needs: enough to take many small
 // frames in one call, little of a large message's payload, which from there
 // is copied a second time (the rest goes straight into its receive). Reading
