@@ -286,14 +286,53 @@ inline constexpr std::size_t combined_as_it_lands_from = 1024 * 1024;
 
 // Combines a received vector up to its last whole element landed, the rest
 // once the receive completes (finish): the same operations on the same
-// elements as combining it whole. A failure of the operation is kept for
-// finish to throw, since landed() runs in the transport's reader.
+// elements as combining it whole. Where the transport hands the message
+// over in pieces (take), it combines straight from them: the receive's
+// buffer (`received`, one of the combination's operands) then holds only
+// the bytes of elements cut between two pieces. A failure of the operation
+// is kept for finish to throw, since landed() and take() run in the
+// transport's reader.
 class combining_as_it_lands final : public landing_observer {
 public:
-    explicit combining_as_it_lands(const combination& c) : c_(c) {}
+    // Whether the pieces are taken (the buffer then does not hold the
+    // message), or left to land in the buffer, whose owner keeps it.
+    enum class pieces { taken, left_in_buffer };
+    // Whether a report of bytes landed in the buffer (landed()) combines
+    // them at once, or only pieces taken are.
+    enum class reports { combine, ignore };
+
+    combining_as_it_lands(const combination& c, std::span<std::byte> received,
+                          pieces taking = pieces::taken, reports landed_reports = reports::combine)
+        : c_(c), received_(received.data()), taking_(taking), landed_reports_(landed_reports) {}
 
     void landed(std::size_t bytes) noexcept override {
-        combine_up_to(std::min(bytes / c_.op.element_size, c_.count));
+        if (landed_reports_ == reports::combine)
+            combine_up_to(std::min(bytes / c_.op.element_size, c_.count));
+    }
+    bool takes_pieces() const noexcept override {
+        return taking_ == pieces::taken && (c_.left == received_ || c_.right == received_);
+    }
+    void take(std::size_t at, std::span<const std::byte> piece) noexcept override {
+        const std::size_t element = c_.op.element_size;
+        const std::size_t end = at + piece.size();
+        // Elements wholly before the piece are in the buffer.
+        combine_up_to(std::min(at / element, c_.count));
+        if (failed_) return;
+        // One begun in an earlier piece: its bytes gathered in the buffer,
+        // and combined from there once complete.
+        std::size_t kept_to = at;
+        if (done_ * element < at) {
+            kept_to = std::min(end, (done_ + 1) * element);
+            copy_unless_same(received_ + at, piece.data(), kept_to - at);
+            if (kept_to % element == 0) combine_up_to(done_ + 1);
+        }
+        // Whole elements straight from the piece.
+        const std::size_t whole = std::min(end / element, c_.count);
+        if (!failed_ && whole > done_ && done_ * element >= at)
+            combine_up_to(whole, piece.data(), at);
+        // The start of an element that a later piece ends.
+        const std::size_t tail = std::max(kept_to, done_ * element);
+        if (tail < end) copy_unless_same(received_ + tail, piece.data() + (tail - at), end - tail);
     }
     void finish() {
         combine_up_to(c_.count);
@@ -301,11 +340,18 @@ public:
     }
 
 private:
-    void combine_up_to(std::size_t elements) noexcept {
+    // Combines elements [done_, elements), the received operand read from
+    // the buffer, or from `piece` (bytes from `piece_at` of the message) if
+    // given.
+    void combine_up_to(std::size_t elements, const std::byte* piece = nullptr,
+                       std::size_t piece_at = 0) noexcept {
         if (failed_ || elements <= done_) return;
         const std::size_t at = done_ * c_.op.element_size;
+        const std::byte* received = piece ? piece + (at - piece_at) : received_ + at;
+        const std::byte* left = c_.left == received_ ? received : c_.left + at;
+        const std::byte* right = c_.right == received_ ? received : c_.right + at;
         try {
-            c_.op.combine(c_.left + at, c_.right + at, c_.out + at, elements - done_);
+            c_.op.combine(left, right, c_.out + at, elements - done_);
             done_ = elements;
         } catch (...) {
             failed_ = std::current_exception();
@@ -313,12 +359,23 @@ private:
     }
 
     combination c_;
+    std::byte* received_;
+    pieces taking_;
+    reports landed_reports_;
     std::size_t done_ = 0;
     std::exception_ptr failed_;
 };
 
+// Halves from this length are combined straight from the pieces the
+// transport hands over (landing_observer::take: shared memory's cells, or
+// its mapping of the sender's buffer) rather than copied into the receive's
+// buffer and read from there again. A shorter one fits a few cells.
+inline constexpr std::size_t combined_from_pieces_from = 64 * 1024;
+
 // Receives `incoming` from peer as step `step` and combines it as `c` says,
-// part by part as it lands (`use` as for call_context::recv). For vectors
+// part by part as it lands (`use` as for call_context::recv; a vector kept
+// lands whole in `incoming`, one combined at once may be taken from the
+// transport's pieces instead, leaving `incoming` unwritten). For vectors
 // of combined_as_it_lands_from bytes or more: a shorter one is received and
 // combined in the caller's own frame (call_context::recv may skip its
 // request), since a coroutine frame more per call shows in small calls (an
@@ -327,9 +384,41 @@ private:
 inline task<void> receive_and_combine(const call_context& ctx, int peer, std::uint64_t step,
                                       std::span<std::byte> incoming, combination c,
                                       receive_use use = receive_use::combined_at_once) {
-    combining_as_it_lands combining(c);
+    combining_as_it_lands combining(c, incoming,
+                                    use == receive_use::kept
+                                        ? combining_as_it_lands::pieces::left_in_buffer
+                                        : combining_as_it_lands::pieces::taken);
     const auto arrived = ctx.irecv_observed(peer, step, incoming, combining, use);
     if (arrived->must_wait()) co_await arrived->wait();
+    combining.finish();
+}
+
+// Whether an exchange of `given` for `into` whose arrival is combined as `c`
+// says takes the arrival in pieces (exchange_combining_pieces): a long one
+// whose combination writes nowhere the send still reads.
+inline bool combines_from_pieces(std::span<const std::byte> given, std::span<const std::byte> into,
+                                 const combination& c) {
+    return into.size() >= combined_from_pieces_from &&
+           !overlapping(given, {c.out, c.count * c.op.element_size});
+}
+
+// Sends `given` to peer and receives `into` from it as step `step`, combining
+// the arrival as `c` says (`into` one of its operands) from the pieces the
+// transport hands over, while the send still goes out. Bytes that land in
+// `into` instead (TCP) are combined once all have come: combining them in
+// the reader as it reports them, while the rank also sends, took 1.01-1.04
+// of the time of the 2-rank 4 and 16 MiB all_reduce (docs/performance.md,
+// seventy-fourth session).
+inline task<void> exchange_combining_pieces(const call_context& ctx, int peer, std::uint64_t step,
+                                            std::span<const std::byte> given,
+                                            std::span<std::byte> into, combination c) {
+    combining_as_it_lands combining(c, into, combining_as_it_lands::pieces::taken,
+                                    combining_as_it_lands::reports::ignore);
+    // Kept, as send_recv's receive: the transport picks the message's path
+    // as before (a single copy into `into` where that is quicker), and only
+    // what comes through the cells is taken from them.
+    auto arrived = ctx.irecv_observed(peer, step, into, combining, receive_use::kept);
+    co_await message_step(std::move(arrived), ctx.start_send(peer, step, given));
     combining.finish();
 }
 
@@ -394,15 +483,18 @@ task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::
         const int give = keep_lower ? lo + mask : lo;
         const std::size_t keep_bytes = offset(keep + mask) - offset(keep);
         auto into = incoming.first(keep_bytes);
-        co_await ctx.send_recv(partner,
-                               std::span(source + offset(give), offset(give + mask) - offset(give)),
-                               partner, into, first_step + round);
+        const auto given = std::span(source + offset(give), offset(give + mask) - offset(give));
         const std::byte* own = source + offset(keep);
         std::byte* out = result + offset(keep);
-        if (partner < ctx.rank())
-            op.combine(into.data(), own, out, keep_bytes / element);
-        else
-            op.combine(own, into.data(), out, keep_bytes / element);
+        const std::size_t n = keep_bytes / element;
+        const combination c = partner < ctx.rank() ? combination{op, into.data(), own, out, n}
+                                                   : combination{op, own, into.data(), out, n};
+        if (combines_from_pieces(given, into, c)) {
+            co_await exchange_combining_pieces(ctx, partner, first_step + round, given, into, c);
+        } else {
+            co_await ctx.send_recv(partner, given, partner, into, first_step + round);
+            op.combine(c.left, c.right, c.out, c.count);
+        }
         source = result;
         lo = keep;
     }

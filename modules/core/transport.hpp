@@ -74,6 +74,18 @@ public:
     // not change.
     virtual void landed(std::size_t bytes) noexcept = 0;
 
+    // Whether the observer takes the message's bytes from where they arrive
+    // (take): a transport that would copy them into the receive's buffer
+    // piece by piece, from cells or a mapping of the sender's memory, hands
+    // each piece over instead, and a reduction combines straight from it,
+    // sparing the buffer a write and a read of every byte.
+    virtual bool takes_pieces() const noexcept { return false; }
+    // Bytes [at, at + piece.size()) of the message, in order: the owner uses
+    // them now (piece is gone once this returns), and writes into the
+    // receive's buffer only what it keeps. Pieces handed over this way are
+    // not reported by landed(); one transport may mix the two, in order.
+    virtual void take(std::size_t /*at*/, std::span<const std::byte> /*piece*/) noexcept {}
+
 protected:
     ~landing_observer() = default;
 };

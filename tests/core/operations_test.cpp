@@ -1,7 +1,12 @@
-// Every built-in reduction operation gives the exact result, and a user's
-// operation declares its commutativity, which selection respects.
+// Every built-in reduction operation gives the exact result, a user's
+// operation declares its commutativity, which selection respects, and a
+// received vector combined piece by piece as it arrives gives the same.
+#include <algorithm>
 #include <cstdint>
+#include <random>
+#include <span>
 
+#include "algorithms/common.hpp"
 #include "support/harness.hpp"
 
 using namespace tutti;
@@ -131,4 +136,143 @@ TEST_CASE("a type-erased combine keeps the operands' order in place and out of p
     auto same = filled(left); // both operands and the result one buffer
     op.combine(bytes(same), bytes(same), bytes(same), n);
     CHECK(mismatches(same, [&](std::size_t i) { return left(i) * 4; }) == 0);
+}
+
+namespace {
+
+// Twelve bytes whose combination is not commutative: an element cut between
+// two pieces is combined only once its last byte has come.
+struct triple {
+    std::int32_t a, b, c;
+    bool operator==(const triple&) const = default;
+};
+triple compose(const triple& x, const triple& y) {
+    return {x.a * 3 + y.a, x.b - 2 * y.b, x.c ^ (y.c * 5 + 1)};
+}
+
+// The received vector handed to `combining` in pieces of the given lengths,
+// in order: those at even places taken (landing_observer::take), those at
+// odd places written into `buffer` and reported landed, when `mixed`.
+void hand_over(algorithms_detail::combining_as_it_lands& combining,
+               std::span<const std::byte> message, std::span<std::byte> buffer,
+               const std::vector<std::size_t>& lengths, bool mixed) {
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < lengths.size(); ++k) {
+        const auto piece = message.subspan(at, lengths[k]);
+        if (mixed && k % 2 == 1) {
+            std::copy(piece.begin(), piece.end(), buffer.begin() + static_cast<std::ptrdiff_t>(at));
+            combining.landed(at + piece.size());
+        } else {
+            // A piece of its own, as a cell is: nothing around it to read.
+            const std::vector<std::byte> alone(piece.begin(), piece.end());
+            combining.take(at, alone);
+        }
+        at += piece.size();
+    }
+}
+
+template <class T>
+std::vector<T> values(std::size_t n, int seed, T (*make)(int, std::size_t)) {
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = make(seed, i);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("a received vector combined from the pieces a transport hands over equals the vector "
+          "combined whole, however it is cut") {
+    using algorithms_detail::combination;
+    using algorithms_detail::combining_as_it_lands;
+    std::mt19937 cuts(20261207);
+    constexpr std::size_t n = 1000;
+    auto check = [&]<class T>(const auto& op, T (*make)(int, std::size_t), const T& mark) {
+        const auto erased = erase_operation<T>(op);
+        const auto own = values<T>(n, 1, make);
+        const auto arriving = values<T>(n, 2, make);
+        const auto message = std::as_bytes(std::span(arriving));
+        for (const bool received_left : {true, false})
+            for (const int target : {0, 1, 2}) // out apart, into the buffer, into own
+                for (const bool mixed : {false, true})
+                    for (const bool element_cuts : {false, true})
+                        for (int trial = 0; trial < 4; ++trial) {
+                            CAPTURE(received_left);
+                            CAPTURE(target);
+                            CAPTURE(mixed);
+                            CAPTURE(element_cuts);
+                            std::vector<T> buffer(n, mark), mine = own, apart(n, mark);
+                            std::vector<T> expected(n);
+                            for (std::size_t i = 0; i < n; ++i)
+                                expected[i] = received_left ? op(arriving[i], own[i])
+                                                            : op(own[i], arriving[i]);
+                            auto* received = reinterpret_cast<std::byte*>(buffer.data());
+                            auto* kept = reinterpret_cast<std::byte*>(mine.data());
+                            std::byte* out = target == 0
+                                                 ? reinterpret_cast<std::byte*>(apart.data())
+                                             : target == 1 ? received
+                                                           : kept;
+                            const combination c{erased, received_left ? received : kept,
+                                                received_left ? kept : received, out, n};
+                            combining_as_it_lands combining(
+                                c, std::as_writable_bytes(std::span(buffer)));
+                            CHECK(combining.takes_pieces());
+                            // Lengths of 1 byte to a few elements, or whole elements only.
+                            std::vector<std::size_t> lengths;
+                            for (std::size_t left = message.size(); left > 0;) {
+                                std::size_t l = std::uniform_int_distribution<std::size_t>(
+                                    1, 5 * sizeof(T))(cuts);
+                                if (element_cuts) l = (l + sizeof(T) - 1) / sizeof(T) * sizeof(T);
+                                l = std::min(l, left);
+                                lengths.push_back(l);
+                                left -= l;
+                            }
+                            hand_over(combining, message, std::as_writable_bytes(std::span(buffer)),
+                                      lengths, mixed);
+                            combining.finish();
+                            const auto& result = target == 0 ? apart : target == 1 ? buffer : mine;
+                            CHECK(result == expected);
+                            // Pieces of whole elements, all taken, leave the buffer as it was.
+                            if (element_cuts && !mixed && target != 1)
+                                CHECK(std::all_of(buffer.begin(), buffer.end(),
+                                                  [&](const T& x) { return x == mark; }));
+                        }
+    };
+    SUBCASE("8-byte sums") {
+        check(
+            sum_op{},
+            +[](int seed, std::size_t i) {
+                return static_cast<std::int64_t>(i) * 7919 - seed * 104729;
+            },
+            std::int64_t{-1});
+    }
+    SUBCASE("12-byte elements, order kept") {
+        check(
+            make_op(compose, commutativity::non_commutative),
+            +[](int seed, std::size_t i) {
+                const auto k = static_cast<std::int32_t>(i);
+                return triple{k + seed, 3 * k - seed, k * k + seed};
+            },
+            triple{-1, -1, -1});
+    }
+}
+
+TEST_CASE("a combination whose operands do not include the receive's buffer, or whose buffer is "
+          "kept, takes no pieces") {
+    using algorithms_detail::combination;
+    std::vector<std::int64_t> a(4), b(4), into(4);
+    const auto op = erase_operation<std::int64_t>(sum_op{});
+    const combination c{op, reinterpret_cast<std::byte*>(a.data()),
+                        reinterpret_cast<std::byte*>(b.data()),
+                        reinterpret_cast<std::byte*>(a.data()), 4};
+    algorithms_detail::combining_as_it_lands combining(c, std::as_writable_bytes(std::span(into)));
+    CHECK_FALSE(combining.takes_pieces());
+    // The received vector on the right, but wanted whole afterwards.
+    const combination kept{op, reinterpret_cast<std::byte*>(a.data()),
+                           reinterpret_cast<std::byte*>(into.data()),
+                           reinterpret_cast<std::byte*>(a.data()), 4};
+    algorithms_detail::combining_as_it_lands keeping(
+        kept, std::as_writable_bytes(std::span(into)),
+        algorithms_detail::combining_as_it_lands::pieces::left_in_buffer);
+    CHECK_FALSE(keeping.takes_pieces());
 }

@@ -342,14 +342,16 @@ public:
         return shm_request(shm_->irecv(local_header(expected), into), false);
     }
 
-    // Over TCP the reader reports what has landed; otherwise (within the
-    // node, or after a failure) it is irecv's.
+    // Over TCP the reader reports what has landed; within the node the
+    // cells hand their pieces over.
     request irecv_observed(const message_header& expected, std::span<std::byte> into,
                            landing_observer& observer, bool combined_at_once) override {
         check_rank(expected.key.source, "receive from");
-        if (state_->failure || route_to(expected.key.source) != route::tcp)
-            return irecv(expected, into);
-        return tcp_request(tcp_->irecv_observed(expected, into, observer, combined_at_once));
+        if (state_->failure) return failed();
+        if (route_to(expected.key.source) == route::tcp)
+            return tcp_request(tcp_->irecv_observed(expected, into, observer, combined_at_once));
+        return shm_request(
+            shm_->irecv_observed(local_header(expected), into, observer, combined_at_once), false);
     }
 
     request irecv_any_size(const message_header& expected) override {

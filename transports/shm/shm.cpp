@@ -566,6 +566,13 @@ public:
                                    std::span<std::byte> into) override {
         return post_receive(expected, into, false, true);
     }
+    // Cells and mappings of the sender's buffer hand the observer their
+    // pieces (landing_observer::take) where it takes them.
+    request irecv_observed(const message_header& expected, std::span<std::byte> into,
+                           landing_observer& observer, bool combined_at_once) override {
+        return post_receive(expected, into, false, combined_at_once,
+                            observer.takes_pieces() ? &observer : nullptr);
+    }
     request irecv_any_size(const message_header& expected) override {
         return post_receive(expected, {}, true, false);
     }
@@ -745,11 +752,12 @@ private:
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
     int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
+    const std::byte* mapped_message(const rendezvous& r, std::uint64_t bytes);
     int copy_by_cma(pid_t pid, std::span<std::byte> local, std::uint64_t remote, bool write);
     int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
     request post_receive(const message_header& expected, std::span<std::byte> into, bool any_size,
-                         bool combined_at_once) {
-        auto done = mailbox_.post(expected, into, any_size, combined_at_once);
+                         bool combined_at_once, landing_observer* taker = nullptr) {
+        auto done = mailbox_.post(expected, into, any_size, combined_at_once, taker);
         if (any_lost_) fail_receives_from_closed(expected.key.source);
         return done;
     }
@@ -1968,7 +1976,10 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
         p.into = mailbox::landing(p.claimed, h.total, p.staging);
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
-    copy_bytes(p.into.data() + h.offset, payload, h.length);
+    if (p.claimed && p.claimed->observer)
+        p.claimed->observer->take(h.offset, std::span(payload, h.length));
+    else
+        copy_bytes(p.into.data() + h.offset, payload, h.length);
     p.received += h.length;
     if (p.received < h.total) return;
     mailbox_.land(m, p.claimed, p.staging);
@@ -2030,14 +2041,21 @@ const std::byte* endpoint::mapping_of(int src, const mapped_source& m) {
 // from our mapping of its region, else by CMA from its address; 0 or the
 // errno.
 int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at) {
-    if (r.region && r.region->offset <= r.region->region_bytes &&
-        at + into.size() <= r.region->region_bytes - r.region->offset) {
-        if (const std::byte* base = mapping_of(r.source, *r.region)) {
-            copy_bytes(into.data(), base + r.region->offset + at, into.size());
-            return 0;
-        }
+    if (const std::byte* from = mapped_message(r, at + into.size())) {
+        copy_bytes(into.data(), from + at, into.size());
+        return 0;
     }
     return copy_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at, false);
+}
+
+// Where the first `bytes` of a rendezvous message are in our mapping of its
+// region; nullptr if it has none, or they are not there.
+const std::byte* endpoint::mapped_message(const rendezvous& r, std::uint64_t bytes) {
+    if (!r.region || r.region->offset > r.region->region_bytes ||
+        bytes > r.region->region_bytes - r.region->offset)
+        return nullptr;
+    const std::byte* base = mapping_of(r.source, *r.region);
+    return base ? base + r.region->offset : nullptr;
 }
 
 // cma_copy, through the bounce buffer where the destination sits 1-63 bytes
@@ -2238,6 +2256,14 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     std::optional<scratch_block> staging;
     const auto into = mailbox::landing(claimed, r.header.bytes, staging);
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
+    // Its observer takes it straight from our mapping of the sender's buffer.
+    if (claimed && claimed->observer)
+        if (const std::byte* from = mapped_message(r, into.size())) {
+            claimed->observer->take(0, std::span(from, into.size()));
+            mailbox_.land(r.header, claimed, staging);
+            queue_control(r.source, cell_type::ack, r.token);
+            return true;
+        }
     const int e = copy_in(r, into, claimed && claimed->combined_at_once);
     if (e == 0) {
         if (!claimed) ++counters_.staged;

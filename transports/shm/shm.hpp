@@ -6,9 +6,13 @@
 // straight out of the sender's memory (cross-memory attach, process_vm_readv)
 // when the kernel allows it. A message whose buffer was allocated through
 // tutti (core/shared_memory.hpp) is copied by the receiver straight out of
-// its own mapping of that buffer, at memcpy speed. The transport is polled: a progress engine calls
-// progress() and, when idle, await_activity(), which sleeps on a futex
-// "doorbell" that senders ring only when the receiver said it sleeps.
+// its own mapping of that buffer, at memcpy speed. A receive whose observer
+// takes pieces (landing_observer::take: a reduction that combines what
+// arrives) gets the chunks straight from their cells, or the message from
+// that mapping, instead of a copy in its buffer. The transport is polled: a
+// progress engine calls progress() and, when idle, await_activity(), which
+// sleeps on a futex "doorbell" that senders ring only when the receiver said
+// it sleeps.
 #pragma once
 
 #include <chrono>

@@ -64,14 +64,18 @@ task<void> recursive_halving(const call_context& ctx, const reduce_scatter_args&
         const std::byte* outgoing = first ? send_at(give) : partial_at(give);
         const auto arriving =
             last && last_into_recv ? a.recv.first(keep_bytes) : incoming.span().first(keep_bytes);
-        co_await ctx.send_recv(partner, std::span(outgoing, give_bytes), partner, arriving, step);
+        const auto given = std::span(outgoing, give_bytes);
         std::byte* out = last ? a.recv.data() : partial_at(keep);
         const std::byte* own = first ? send_at(keep) : partial_at(keep);
         const std::size_t count = keep_bytes / element;
-        if (partner < r)
-            a.op->combine(arriving.data(), own, out, count);
-        else
-            a.op->combine(own, arriving.data(), out, count);
+        const combination c = partner < r ? combination{*a.op, arriving.data(), own, out, count}
+                                          : combination{*a.op, own, arriving.data(), out, count};
+        if (combines_from_pieces(given, arriving, c)) {
+            co_await exchange_combining_pieces(ctx, partner, step, given, arriving, c);
+        } else {
+            co_await ctx.send_recv(partner, given, partner, arriving, step);
+            a.op->combine(c.left, c.right, c.out, c.count);
+        }
         first = false;
         lo = keep;
     }

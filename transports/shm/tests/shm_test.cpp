@@ -1418,6 +1418,260 @@ TEST_CASE("shm: messages from shared buffers are copied out of the receiver's ma
     CHECK_FALSE(segment_exists(job));
 }
 
+namespace {
+
+// Takes the pieces of a message as a reduction does (landing_observer::
+// take), keeping a copy of each where it belongs, and records their order.
+struct piece_taker final : landing_observer {
+    explicit piece_taker(std::size_t bytes) : whole(bytes, std::byte{0x5a}) {}
+    void landed(std::size_t bytes) noexcept override { reported = std::max(reported, bytes); }
+    bool takes_pieces() const noexcept override { return true; }
+    void take(std::size_t at, std::span<const std::byte> piece) noexcept override {
+        if (at != taken || at + piece.size() > whole.size())
+            out_of_order = true;
+        else
+            std::copy(piece.begin(), piece.end(), whole.begin() + static_cast<std::ptrdiff_t>(at));
+        taken = at + piece.size();
+        ++pieces;
+    }
+    std::vector<std::byte> whole;
+    std::size_t taken = 0, reported = 0, pieces = 0;
+    bool out_of_order = false;
+};
+
+} // namespace
+
+TEST_CASE("shm: an observer that takes pieces gets a message from the cells, or from the mapping "
+          "of a shared buffer, in order, and its receive's buffer stays as it was") {
+    // Rank 1 sends 300,000 bytes from a private buffer (cells of 16 KiB: no
+    // single copy here) and from a shared one (the mapping: one piece), and
+    // 100 bytes (one cell, delivered into the buffer as ever); rank 0
+    // receives them through takers, posted before and after they arrive.
+    for (const bool posted_first : {true, false}) {
+        CAPTURE(posted_first);
+        run_job_and_check(2, [posted_first](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.cell_bytes = 16384;
+            opts.use_cma = false;
+            auto t = shm::create_transport(boot, io, opts);
+            constexpr std::size_t large = 300000, small = 100;
+            if (t->rank() == 1) {
+                std::vector<std::byte> private_out(large);
+                shared_vector<std::byte> shared_out(large + 8);
+                const auto shared_span = std::span(shared_out).subspan(8);
+                std::vector<std::byte> small_out(small);
+                fill_pattern(private_out, 1);
+                fill_pattern(shared_span, 2);
+                fill_pattern(small_out, 3);
+                drive(*t, io, [&]() -> task<void> {
+                    std::vector<request> sends{t->isend(0, header_for(1, 1, large), private_out),
+                                               t->isend(0, header_for(1, 2, large), shared_span),
+                                               t->isend(0, header_for(1, 3, small), small_out)};
+                    // Behind them in the ring: rank 0's sign that they came.
+                    std::array<std::byte, 1> sign{};
+                    sends.push_back(t->isend(0, header_for(1, 5, 1), sign));
+                    co_await wait_all(sends);
+                    // Told that rank 0 has them all before the segment goes.
+                    std::array<std::byte, 1> done{};
+                    co_await t->irecv(header_for(0, 4, 1), done)->wait();
+                }());
+                return;
+            }
+            std::vector<std::vector<std::byte>> into{
+                std::vector<std::byte>(large, std::byte{0x5a}),
+                std::vector<std::byte>(large, std::byte{0x5a}),
+                std::vector<std::byte>(small, std::byte{0x5a})};
+            std::vector<piece_taker> takers{piece_taker(large), piece_taker(large),
+                                            piece_taker(small)};
+            drive(*t, io, [&]() -> task<void> {
+                std::array<std::byte, 1> sign{};
+                auto signed_off = t->irecv(header_for(1, 5, 1), sign);
+                // Or let the messages arrive first: the private one is then
+                // staged, and copied into the buffer when the receive comes.
+                if (!posted_first) co_await signed_off->wait();
+                std::vector<request> receives{signed_off};
+                for (std::size_t m = 0; m < 3; ++m)
+                    receives.push_back(t->irecv_observed(header_for(1, m + 1, into[m].size()),
+                                                         into[m], takers[m], true));
+                co_await wait_all(receives);
+                std::array<std::byte, 1> done{};
+                co_await t->isend(1, header_for(0, 4, 1), done)->wait();
+            }());
+            for (std::size_t m = 0; m < 3; ++m) {
+                const auto& k = takers[m];
+                expect(!k.out_of_order, "message {}: a piece out of order", m + 1);
+                if (k.pieces == 0) {
+                    // Delivered into the buffer whole.
+                    expect_pattern(into[m], m + 1, m + 1);
+                    continue;
+                }
+                expect(k.taken == into[m].size(), "message {}: {} of {} bytes taken", m + 1,
+                       k.taken, into[m].size());
+                expect_pattern(k.whole, m + 1, m + 1);
+                expect(std::all_of(into[m].begin(), into[m].end(),
+                                   [](std::byte b) { return b == std::byte{0x5a}; }),
+                       "message {}: its pieces were taken, yet its buffer was written", m + 1);
+            }
+            expect(takers[2].pieces == 0, "the one-cell message came in {} pieces",
+                   takers[2].pieces);
+            if (posted_first) {
+                // Pieces of at most a cell from the cells; one from the mapping.
+                expect(takers[0].pieces >= large / 16384, "the cells' message came in {} pieces",
+                       takers[0].pieces);
+                expect(takers[1].pieces == 1, "the mapped message came in {} pieces",
+                       takers[1].pieces);
+            }
+        });
+    }
+}
+
+namespace {
+
+// Seven words whose combination keeps rank order (x op y = 3x + y, word by
+// word, modulo 2^64): 56 bytes, so that the cells' pieces cut elements.
+struct seven_words {
+    std::array<std::uint64_t, 7> w;
+    friend bool operator==(const seven_words&, const seven_words&) = default;
+};
+seven_words thrice_plus(const seven_words& x, const seven_words& y) {
+    seven_words out;
+    for (std::size_t i = 0; i < 7; ++i)
+        out.w[i] = 3 * x.w[i] + y.w[i];
+    return out;
+}
+seven_words contribution_of(int rank, std::size_t k) {
+    seven_words v;
+    for (std::size_t i = 0; i < 7; ++i)
+        v.w[i] = static_cast<std::uint64_t>(rank) * 1000003u + k * 7 + i;
+    return v;
+}
+// Ranks [0, ranks) folded in order at element k.
+seven_words folded(int ranks, std::size_t k) {
+    seven_words out = contribution_of(0, k);
+    for (int r = 1; r < ranks; ++r)
+        out = thrice_plus(out, contribution_of(r, k));
+    return out;
+}
+
+// Every algorithm of every reduction, on `count` elements per rank (per
+// block for reduce_scatter), a sum of int64 and the ordered operation.
+void run_large_reductions(shm::transport& t, asio::io_context& io, communicator comm,
+                          std::size_t count) {
+    const int p = comm.size();
+    const int me = comm.rank();
+    const auto ordered = make_op(thrice_plus, commutativity::non_commutative);
+    const std::size_t total = count * static_cast<std::size_t>(p);
+    auto sums = [&](int ranks, std::size_t k) {
+        return 1000LL * ranks * (ranks - 1) / 2 + ranks * static_cast<std::int64_t>(k);
+    };
+    auto mine = [&](std::size_t n) {
+        std::vector<std::int64_t> v(n);
+        for (std::size_t k = 0; k < n; ++k)
+            v[k] = me * 1000 + static_cast<std::int64_t>(k);
+        return v;
+    };
+    auto mine_ordered = [&](std::size_t n) {
+        std::vector<seven_words> v(n);
+        for (std::size_t k = 0; k < n; ++k)
+            v[k] = contribution_of(me, k);
+        return v;
+    };
+    auto signature = [&](collective kind, std::size_t n, bool commutative) {
+        return call_signature{.kind = kind,
+                              .comm_size = p,
+                              .bytes = n * (commutative ? 8 : sizeof(seven_words)),
+                              .count = n,
+                              .has_op = true,
+                              .commutative = commutative,
+                              .builtin_op = commutative};
+    };
+    // Every usable algorithm of `kind`: run(send, recv, op, algorithm) on
+    // `sent` elements of this rank's, `received` back, element k of them
+    // checked against want_sum(k) or want_ordered(k) where `checked`.
+    auto each_algorithm = [&](collective kind, bool commutative, std::size_t sent,
+                              std::size_t received, bool checked, auto run, auto want_sum,
+                              auto want_ordered) {
+        for (const auto& name : usable(kind, signature(kind, sent, commutative))) {
+            std::size_t wrong = received;
+            if (commutative) {
+                const auto send = mine(sent);
+                std::vector<std::int64_t> recv(received, -1);
+                drive(t, io, run(send, recv, sum, use(name)));
+                for (std::size_t k = 0; k < received && wrong == received; ++k)
+                    if (recv[k] != want_sum(k)) wrong = k;
+            } else {
+                const auto send = mine_ordered(sent);
+                std::vector<seven_words> recv(received);
+                drive(t, io, run(send, recv, ordered, use(name)));
+                for (std::size_t k = 0; k < received && wrong == received; ++k)
+                    if (!(recv[k] == want_ordered(k))) wrong = k;
+            }
+            expect(!checked || wrong == received, "{}{} '{}' of {} elements: element {} is wrong",
+                   commutative ? "" : "ordered ", to_string(kind), name, sent, wrong);
+        }
+    };
+    const int last = p - 1;
+    const auto base = static_cast<std::size_t>(me) * count;
+    for (const bool commutative : {true, false}) {
+        each_algorithm(
+            collective::all_reduce, commutative, count, count, true,
+            [&](const auto& send, auto& recv, auto op, auto algorithm) {
+                return all_reduce(comm, send, recv, op, algorithm);
+            },
+            [&](std::size_t k) { return sums(p, k); }, [&](std::size_t k) { return folded(p, k); });
+        each_algorithm(
+            collective::reduce, commutative, count, count, me == last,
+            [&](const auto& send, auto& recv, auto op, auto algorithm) {
+                return reduce(comm, send, recv, op, root(last), algorithm);
+            },
+            [&](std::size_t k) { return sums(p, k); }, [&](std::size_t k) { return folded(p, k); });
+        each_algorithm(
+            collective::reduce_scatter, commutative, total, count, true,
+            [&](const auto& send, auto& recv, auto op, auto algorithm) {
+                return reduce_scatter(comm, send, recv, op, algorithm);
+            },
+            [&](std::size_t k) { return sums(p, base + k); },
+            [&](std::size_t k) { return folded(p, base + k); });
+        each_algorithm(
+            collective::scan, commutative, count, count, true,
+            [&](const auto& send, auto& recv, auto op, auto algorithm) {
+                return scan(comm, send, recv, op, algorithm);
+            },
+            [&](std::size_t k) { return sums(me + 1, k); },
+            [&](std::size_t k) { return folded(me + 1, k); });
+        each_algorithm(
+            collective::exscan, commutative, count, count, me > 0,
+            [&](const auto& send, auto& recv, auto op, auto algorithm) {
+                return exscan(comm, send, recv, op, algorithm);
+            },
+            [&](std::size_t k) { return sums(me, k); },
+            [&](std::size_t k) { return folded(me, k); });
+    }
+}
+
+} // namespace
+
+TEST_CASE("shm: reductions of vectors that come through the cells in many pieces, every "
+          "algorithm, exact") {
+    // 2 MiB of int64 per rank, or 2.6 MiB of 56-byte elements, whose cells
+    // (16 KiB) cut elements: the receives that combine what arrives take it
+    // from the cells (landing_observer::take); kept ones land whole.
+    for (int p : {2, 3}) {
+        CAPTURE(p);
+        run_job_and_check(p, [](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.cell_bytes = 16384;
+            opts.use_cma = false;
+            opts.use_mapped = false;
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            run_large_reductions(*t, io, comm, (std::size_t{1} << 18) + 3);
+        });
+    }
+}
+
 TEST_CASE("shm: one shared buffer sent again and again is mapped once") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
