@@ -2256,15 +2256,12 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     std::optional<scratch_block> staging;
     const auto into = mailbox::landing(claimed, r.header.bytes, staging);
     const pid_t pid = pids_[static_cast<std::size_t>(r.source)];
-    // Its observer takes it straight from our mapping of the sender's buffer.
-    if (claimed && claimed->observer)
-        if (const std::byte* from = mapped_message(r, into.size())) {
-            claimed->observer->take(0, std::span(from, into.size()));
-            mailbox_.land(r.header, claimed, staging);
-            queue_control(r.source, cell_type::ack, r.token);
-            return true;
-        }
-    const int e = copy_in(r, into, claimed && claimed->combined_at_once);
+    // An observer that takes pieces takes it straight from our mapping of
+    // the sender's buffer.
+    const std::byte* mapped =
+        claimed && claimed->observer ? mapped_message(r, into.size()) : nullptr;
+    if (mapped) claimed->observer->take(0, std::span(mapped, into.size()));
+    const int e = mapped ? 0 : copy_in(r, into, claimed && claimed->combined_at_once);
     if (e == 0) {
         if (!claimed) ++counters_.staged;
         mailbox_.land(r.header, claimed, staging);
