@@ -304,6 +304,19 @@ std::int64_t encode(std::int64_t from, std::int64_t to, std::int64_t index) {
     return (from * 100003 + to) * 1000003 + index;
 }
 
+// Rank `rank`'s n addends of the reductions below: rank * 1000 + k.
+std::vector<std::int64_t> addends_of(int rank, std::size_t n) {
+    std::vector<std::int64_t> v(n);
+    for (std::size_t k = 0; k < n; ++k)
+        v[k] = rank * 1000 + static_cast<std::int64_t>(k);
+    return v;
+}
+
+// Element k of the addends of ranks [0, ranks) summed.
+std::int64_t sum_of_addends(int ranks, std::size_t k) {
+    return 1000LL * ranks * (ranks - 1) / 2 + ranks * static_cast<std::int64_t>(k);
+}
+
 // Every collective of the checklist on one communicator of processes.
 void run_collectives(shm::transport& t, asio::io_context& io, communicator comm) {
     const int p = comm.size();
@@ -311,13 +324,10 @@ void run_collectives(shm::transport& t, asio::io_context& io, communicator comm)
     for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
         for (const auto& name : usable(collective::all_reduce,
                                        reduction_signature(collective::all_reduce, p, count))) {
-            std::vector<std::int64_t> data(count);
-            for (std::size_t k = 0; k < count; ++k)
-                data[k] = me * 1000 + static_cast<std::int64_t>(k);
+            auto data = addends_of(me, count);
             drive(t, io, all_reduce(comm, data, sum, use(name)));
             for (std::size_t k = 0; k < count; ++k) {
-                const std::int64_t want =
-                    1000LL * p * (p - 1) / 2 + p * static_cast<std::int64_t>(k);
+                const std::int64_t want = sum_of_addends(p, k);
                 expect(data[k] == want, "all_reduce '{}' of {}: element {} is {}, not {}", name,
                        count, k, data[k], want);
             }
@@ -1424,7 +1434,7 @@ namespace {
 // take), keeping a copy of each where it belongs, and records their order.
 struct piece_taker final : landing_observer {
     explicit piece_taker(std::size_t bytes) : whole(bytes, std::byte{0x5a}) {}
-    void landed(std::size_t bytes) noexcept override { reported = std::max(reported, bytes); }
+    void landed(std::size_t) noexcept override {}
     bool takes_pieces() const noexcept override { return true; }
     void take(std::size_t at, std::span<const std::byte> piece) noexcept override {
         if (at != taken || at + piece.size() > whole.size())
@@ -1435,7 +1445,7 @@ struct piece_taker final : landing_observer {
         ++pieces;
     }
     std::vector<std::byte> whole;
-    std::size_t taken = 0, reported = 0, pieces = 0;
+    std::size_t taken = 0, pieces = 0;
     bool out_of_order = false;
 };
 
@@ -1562,15 +1572,6 @@ void run_large_reductions(shm::transport& t, asio::io_context& io, communicator 
     const int me = comm.rank();
     const auto ordered = make_op(thrice_plus, commutativity::non_commutative);
     const std::size_t total = count * static_cast<std::size_t>(p);
-    auto sums = [&](int ranks, std::size_t k) {
-        return 1000LL * ranks * (ranks - 1) / 2 + ranks * static_cast<std::int64_t>(k);
-    };
-    auto mine = [&](std::size_t n) {
-        std::vector<std::int64_t> v(n);
-        for (std::size_t k = 0; k < n; ++k)
-            v[k] = me * 1000 + static_cast<std::int64_t>(k);
-        return v;
-    };
     auto mine_ordered = [&](std::size_t n) {
         std::vector<seven_words> v(n);
         for (std::size_t k = 0; k < n; ++k)
@@ -1595,7 +1596,7 @@ void run_large_reductions(shm::transport& t, asio::io_context& io, communicator 
         for (const auto& name : usable(kind, signature(kind, sent, commutative))) {
             std::size_t wrong = received;
             if (commutative) {
-                const auto send = mine(sent);
+                const auto send = addends_of(me, sent);
                 std::vector<std::int64_t> recv(received, -1);
                 drive(t, io, run(send, recv, sum, use(name)));
                 for (std::size_t k = 0; k < received && wrong == received; ++k)
@@ -1619,33 +1620,35 @@ void run_large_reductions(shm::transport& t, asio::io_context& io, communicator 
             [&](const auto& send, auto& recv, auto op, auto algorithm) {
                 return all_reduce(comm, send, recv, op, algorithm);
             },
-            [&](std::size_t k) { return sums(p, k); }, [&](std::size_t k) { return folded(p, k); });
+            [&](std::size_t k) { return sum_of_addends(p, k); },
+            [&](std::size_t k) { return folded(p, k); });
         each_algorithm(
             collective::reduce, commutative, count, count, me == last,
             [&](const auto& send, auto& recv, auto op, auto algorithm) {
                 return reduce(comm, send, recv, op, root(last), algorithm);
             },
-            [&](std::size_t k) { return sums(p, k); }, [&](std::size_t k) { return folded(p, k); });
+            [&](std::size_t k) { return sum_of_addends(p, k); },
+            [&](std::size_t k) { return folded(p, k); });
         each_algorithm(
             collective::reduce_scatter, commutative, total, count, true,
             [&](const auto& send, auto& recv, auto op, auto algorithm) {
                 return reduce_scatter(comm, send, recv, op, algorithm);
             },
-            [&](std::size_t k) { return sums(p, base + k); },
+            [&](std::size_t k) { return sum_of_addends(p, base + k); },
             [&](std::size_t k) { return folded(p, base + k); });
         each_algorithm(
             collective::scan, commutative, count, count, true,
             [&](const auto& send, auto& recv, auto op, auto algorithm) {
                 return scan(comm, send, recv, op, algorithm);
             },
-            [&](std::size_t k) { return sums(me + 1, k); },
+            [&](std::size_t k) { return sum_of_addends(me + 1, k); },
             [&](std::size_t k) { return folded(me + 1, k); });
         each_algorithm(
             collective::exscan, commutative, count, count, me > 0,
             [&](const auto& send, auto& recv, auto op, auto algorithm) {
                 return exscan(comm, send, recv, op, algorithm);
             },
-            [&](std::size_t k) { return sums(me, k); },
+            [&](std::size_t k) { return sum_of_addends(me, k); },
             [&](std::size_t k) { return folded(me, k); });
     }
 }
