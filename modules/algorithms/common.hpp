@@ -466,17 +466,19 @@ inline std::vector<std::pair<int, int>> unwrapped_runs(int lo, int hi, int wrap)
 // contribution; once a round has combined, it is read from `result`. At the
 // end piece `me` of `result` is complete. `incoming` holds at least the first
 // half (the largest). Rounds are steps first_step, first_step + 1, ...
+// With last_mask 2 the last round (partner me xor 1) is left to the caller:
+// pieces me and me xor 1 then hold what it exchanges and combines.
 template <typename RankOf>
 task<void> halving_rounds(const call_context& ctx, const reduction_op& op, std::size_t count,
                           int pof2, int me, RankOf rank_of, const std::byte* source,
                           std::byte* result, std::span<std::byte> incoming,
-                          std::uint64_t first_step) {
+                          std::uint64_t first_step, int last_mask = 1) {
     const std::size_t element = op.element_size;
     const auto pieces = static_cast<std::size_t>(pof2);
     const auto offset = [&](int i) { return even_piece_start(count, pieces, i) * element; };
     int lo = 0;
     std::uint64_t round = 0;
-    for (int mask = pof2 / 2; mask >= 1; mask /= 2, ++round) {
+    for (int mask = pof2 / 2; mask >= last_mask; mask /= 2, ++round) {
         const int partner = rank_of(me ^ mask);
         const bool keep_lower = (me & mask) == 0;
         const int keep = keep_lower ? lo : lo + mask;

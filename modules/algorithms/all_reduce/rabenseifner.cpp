@@ -5,7 +5,10 @@
 // Restrictions: commutative_op (recursive halving combines ranks that differ
 //               in high or low bits first, not in rank order)
 // Parameters:   the order of the rounds: farthest first (`rabenseifner`, as
-//               MPICH) or nearest first (`rabenseifner_nearest_first`)
+//               MPICH) or nearest first (`rabenseifner_nearest_first`);
+//               through shared memory's cells, from pieces of fused_from
+//               (2 MiB), the last halving and first doubling rounds run
+//               together in segments of fused_segment_bytes (512 KiB)
 //
 // Bandwidth-optimal for large vectors in few rounds: a recursive-halving
 // reduce_scatter (log2 p' exchanges of halving ranges of pieces) leaves each
@@ -27,6 +30,9 @@
 // a half. On one node of ranks that share cores it is no faster and, with
 // unbound ranks, a little slower (docs/performance.md, twenty-fifth session).
 
+#include <algorithm>
+#include <deque>
+#include <exception>
 #include <vector>
 
 #include "algorithms/catalog.hpp"
@@ -41,6 +47,102 @@ constexpr std::uint64_t fold_step = 0;
 constexpr std::uint64_t halving_step = 1;   // + round, below 64 rounds
 constexpr std::uint64_t doubling_step = 65; // + round
 constexpr std::uint64_t unfold_step = 129;
+constexpr std::uint64_t fused_step = 130; // + 2 * segment, + 1 for its doubling
+
+// The last halving round and the first doubling round go between the same
+// two ranks (me and me xor 1), and the second sends exactly the piece the
+// first combines. Where those pieces travel through shared memory's cells
+// (no quick single copy), from pieces of fused_from bytes, the two rounds
+// run together in segments: each combined segment goes into the cells while
+// it is still in the cache, instead of being read again from memory once the
+// whole piece is combined, and the link carries both rounds at once. 2
+// ranks, private buffers: the 16 MiB all_reduce took 0.74-0.80 of the time
+// with segments of 128 KiB to 2 MiB; from pieces of 1 MiB (the 2 MiB
+// all_reduce) it gained nothing; shared buffers read level, and TCP lost
+// (the 4 MiB all_reduce 1.10 of the time; docs/performance.md,
+// seventy-sixth session). Where single copy is quick the pieces keep it.
+constexpr std::size_t fused_from = 2 * 1024 * 1024;
+constexpr std::size_t fused_segment_bytes = 512 * 1024;
+
+// Whether the rounds run together: where large exchanges between steps
+// travel in units that the receiver copies while the sender writes the next
+// (shared memory's cells) rather than by single copy, and each rank has a
+// core (where ranks take turns, every segment waits for a turn: 4 ranks on
+// 2 cores took 1.03 of the time at 64 MiB). The same on every rank.
+bool rounds_run_together(const transport_capabilities& t) {
+    return t.segment_bytes != 0 && (!t.single_copy || t.slow_single_copy) && t.ranks_per_core <= 1;
+}
+
+// Elements [first, first + count) cut into `segments` nearly equal
+// segments: segment s as bytes of the vector.
+struct segmented_range {
+    std::size_t first, count, segments, element;
+    std::size_t begin(std::size_t s) const {
+        return (first + even_piece_start(count, segments, static_cast<int>(s))) * element;
+    }
+    std::size_t bytes(std::size_t s) const { return begin(s + 1) - begin(s); }
+};
+
+// The fused rounds with `partner`: this rank keeps elements `kept` and gives
+// elements `given`. Segment s of the given range goes out from `source`,
+// that of the kept range comes back, combined with this rank's own into
+// `result`, and then goes back to the partner, whose own combined segment
+// lands in the given range of `result`. The halving send of a segment may
+// read `result` (source == result after earlier rounds), but the partner
+// sends that segment's doubling only once it has received all of it.
+task<void> halve_and_double_in_segments(const call_context& ctx, const reduction_op& op,
+                                        int partner, segmented_range kept, segmented_range given,
+                                        const std::byte* source, std::byte* result,
+                                        std::span<std::byte> incoming) {
+    const std::size_t segments = kept.segments;
+    const bool partner_first = partner < ctx.rank();
+    std::deque<combining_as_it_lands> combining;
+    std::deque<request> halves; // halving receives, oldest first
+    std::vector<request> receives, sends;
+    receives.reserve(segments);
+    sends.reserve(2 * segments);
+    const auto start_halving = [&](std::size_t s) {
+        const std::uint64_t step = fused_step + 2 * s;
+        auto into = incoming.subspan(kept.begin(s) - kept.begin(0), kept.bytes(s));
+        const std::byte* own = source + kept.begin(s);
+        const std::size_t n = kept.bytes(s) / op.element_size;
+        const combination c = partner_first
+                                  ? combination{op, into.data(), own, result + kept.begin(s), n}
+                                  : combination{op, own, into.data(), result + kept.begin(s), n};
+        combining.emplace_back(c, into, combining_as_it_lands::pieces::taken,
+                               combining_as_it_lands::reports::ignore);
+        halves.push_back(ctx.irecv_observed(partner, step, into, combining.back()));
+        keep_pending(sends,
+                     ctx.start_send(partner, step, {source + given.begin(s), given.bytes(s)}));
+    };
+    std::exception_ptr failed;
+    try {
+        start_halving(0);
+        for (std::size_t s = 0; s < segments; ++s) {
+            // The next segment's halving goes out ahead of this one's
+            // doubling, so that the link never waits for the combining.
+            if (s + 1 < segments) start_halving(s + 1);
+            const request arrived = halves.front();
+            if (arrived->must_wait()) co_await arrived->wait();
+            halves.pop_front();
+            combining.front().finish();
+            combining.pop_front();
+            const std::uint64_t step = fused_step + 2 * s + 1;
+            receives.push_back(ctx.irecv(partner, step, {result + given.begin(s), given.bytes(s)}));
+            keep_pending(sends,
+                         ctx.start_send(partner, step, {result + kept.begin(s), kept.bytes(s)}));
+        }
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    if (failed) {
+        receives.insert(receives.end(), halves.begin(), halves.end());
+        co_await ctx.abandon(receives, sends);
+        std::rethrow_exception(failed);
+    }
+    receives.insert(receives.end(), sends.begin(), sends.end());
+    co_await wait_all(receives);
+}
 
 enum class round_order { farthest_first, nearest_first };
 
@@ -83,12 +185,28 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a, round
             return unfolded_rank(reversed ? reversed_bits(peer, pof2) : peer, extra);
         };
         scratch<> incoming(offset(pof2 / 2)); // the first half is the largest
+        // The same on every rank (pieces differ by an element at most).
+        const bool fused = bytes / static_cast<std::size_t>(pof2) >= fused_from &&
+                           rounds_run_together(ctx.comm().transport().capabilities());
         co_await halving_rounds(ctx, *a.op, a.count, pof2, me, rank_of, source, a.recv.data(),
-                                incoming.span(), halving_step);
+                                incoming.span(), halving_step, fused ? 2 : 1);
+        if (fused) {
+            // Both ranks cut the larger of the two pieces alike.
+            const std::size_t mine = offset(me + 1) / element - offset(me) / element;
+            const std::size_t theirs = offset((me ^ 1) + 1) / element - offset(me ^ 1) / element;
+            const std::size_t per_segment = std::max<std::size_t>(1, fused_segment_bytes / element);
+            const std::size_t segments =
+                std::min((std::max(mine, theirs) + per_segment - 1) / per_segment,
+                         (call_context::max_steps - fused_step) / 2);
+            co_await halve_and_double_in_segments(
+                ctx, *a.op, rank_of(me ^ 1), {offset(me) / element, mine, segments, element},
+                {offset(me ^ 1) / element, theirs, segments, element},
+                pof2 > 2 ? a.recv.data() : source, a.recv.data(), incoming.span());
+        }
 
         // Recursive doubling: swap the complete ranges, doubling them.
-        std::uint64_t round = 0;
-        for (int mask = 1; mask < pof2; mask <<= 1, ++round) {
+        std::uint64_t round = fused ? 1 : 0;
+        for (int mask = fused ? 2 : 1; mask < pof2; mask <<= 1, ++round) {
             const int new_partner = me ^ mask;
             const int mine = me & ~(mask - 1);
             const int theirs = new_partner & ~(mask - 1);

@@ -1675,6 +1675,90 @@ TEST_CASE("shm: reductions of vectors that come through the cells in many pieces
     }
 }
 
+TEST_CASE("shm: Rabenseifner's all_reduce whose last halving and first doubling run together "
+          "in segments, exact") {
+    // Pieces of 2 MiB and more (+ a few elements, so that the two pieces of
+    // a pair and their segments differ in length), without single copy and
+    // as if each rank had a core (the rounds run together only where they go
+    // through the cells and ranks do not take turns on cores): at 2 ranks
+    // the send buffer is what the fused rounds send; at 4 and 5 (one rank
+    // folded in) earlier rounds have combined into the receive buffer, which
+    // they then send from while the partner's segments land in it.
+    for (int p : {2, 4, 5}) {
+        CAPTURE(p);
+        run_job_and_check(p, [p](fork_bootstrap& boot) {
+            set_cores_of_this_machines_ranks(p);
+            asio::io_context io;
+            shm::options opts;
+            opts.use_cma = false;
+            auto t = shm::create_transport(boot, io, opts);
+            communicator comm(t);
+            const int me = comm.rank();
+            const std::size_t count =
+                p == 2 ? (std::size_t{1} << 19) + 5 : (std::size_t{1} << 20) + 7;
+            for (const char* name : {"rabenseifner", "rabenseifner_nearest_first"}) {
+                const auto check = [&](std::span<const std::int64_t> got, const char* how) {
+                    std::size_t wrong = count;
+                    for (std::size_t k = 0; k < count && wrong == count; ++k)
+                        if (got[k] != sum_of_addends(p, k)) wrong = k;
+                    expect(wrong == count, "'{}' {}: element {} of {} is wrong", name, how, wrong,
+                           count);
+                };
+                const auto addends = addends_of(me, count);
+                std::vector<std::int64_t> recv(count, -1);
+                drive(*t, io, all_reduce(comm, addends, recv, sum, use(name)));
+                check(recv, "from private buffers");
+                auto in_place = addends;
+                drive(*t, io, all_reduce(comm, in_place, sum, use(name)));
+                check(in_place, "in place");
+                shared_vector<std::int64_t> shared_send(addends.begin(), addends.end());
+                shared_vector<std::int64_t> shared_recv(count, -1);
+                drive(*t, io, all_reduce(comm, shared_send, shared_recv, sum, use(name)));
+                check(shared_recv, "from shared buffers");
+            }
+        });
+    }
+}
+
+TEST_CASE("shm: an operation that throws in Rabenseifner's segmented rounds fails the call on "
+          "both ranks, and the next call works") {
+    // The poisoned elements are in the last segment of each rank's piece:
+    // earlier segments have gone back to the partner and later receives are
+    // posted when the combination throws.
+    run_job_and_check(2, [](fork_bootstrap& boot) {
+        set_cores_of_this_machines_ranks(2);
+        asio::io_context io;
+        shm::options opts;
+        opts.use_cma = false;
+        auto t = shm::create_transport(boot, io, opts);
+        communicator comm(t);
+        constexpr std::int64_t poison = -7;
+        const auto checked_sum = make_op(
+            [](std::int64_t a, std::int64_t b) {
+                if (a == poison || b == poison) throw std::domain_error("a poisoned element");
+                return a + b;
+            },
+            commutativity::commutative);
+        const std::size_t count = (std::size_t{1} << 19) + 2;
+        auto send = addends_of(comm.rank(), count);
+        send[count / 2 - 3] = poison;
+        send[count - 3] = poison;
+        std::vector<std::int64_t> recv(count, -1);
+        std::string failure;
+        try {
+            drive(*t, io, all_reduce(comm, send, recv, checked_sum, use("rabenseifner")));
+        } catch (const std::domain_error& e) {
+            failure = e.what();
+        }
+        expect(failure == "a poisoned element", "the call ended with '{}'", failure);
+        const auto addends = addends_of(comm.rank(), count);
+        drive(*t, io, all_reduce(comm, addends, recv, checked_sum, use("rabenseifner")));
+        for (std::size_t k = 0; k < count; ++k)
+            expect(recv[k] == sum_of_addends(2, k), "after the failure: element {} is {}", k,
+                   recv[k]);
+    });
+}
+
 TEST_CASE("shm: one shared buffer sent again and again is mapped once") {
     const auto job = unique_job();
     auto outcomes = run_ranks(
