@@ -47,7 +47,7 @@ constexpr std::uint64_t fold_step = 0;
 constexpr std::uint64_t halving_step = 1;   // + round, below 64 rounds
 constexpr std::uint64_t doubling_step = 65; // + round
 constexpr std::uint64_t unfold_step = 129;
-constexpr std::uint64_t fused_step = 130; // + 2 * segment, + 1 for its doubling
+constexpr std::uint64_t segments_step = 130; // + 2 * segment, + 1 for its doubling
 
 // The last halving round and the first doubling round go between the same
 // two ranks (me and me xor 1), and the second sends exactly the piece the
@@ -73,64 +73,68 @@ bool rounds_run_together(const transport_capabilities& t) {
     return t.segment_bytes != 0 && (!t.single_copy || t.slow_single_copy) && t.ranks_per_core <= 1;
 }
 
-// Elements [first, first + count) cut into `segments` nearly equal
-// segments: segment s as bytes of the vector.
-struct segmented_range {
-    std::size_t first, count, segments, element;
-    std::size_t begin(std::size_t s) const {
-        return (first + even_piece_start(count, segments, static_cast<int>(s))) * element;
-    }
-    std::size_t bytes(std::size_t s) const { return begin(s + 1) - begin(s); }
-};
-
-// The fused rounds with `partner`: this rank keeps elements `kept` and gives
-// elements `given`. Segment s of the given range goes out from `source`,
-// that of the kept range comes back, combined with this rank's own into
-// `result`, and then goes back to the partner, whose own combined segment
-// lands in the given range of `result`. The halving send of a segment may
-// read `result` (source == result after earlier rounds), but the partner
-// sends that segment's doubling only once it has received all of it.
+// The last halving round of halving_rounds (called with last_mask 2 and the
+// same arguments) and the first doubling round, in segments, as steps from
+// segments_step (two per segment): segment s of piece me xor 1 goes out
+// from `source`, that of piece me comes back and is combined with this
+// rank's own into `result`, and then goes back to the partner, whose own
+// combined segment lands in piece me xor 1 of `result`. Both ranks cut both
+// pieces alike. A segment's halving send may read `result` (source ==
+// result after earlier rounds), but the partner sends that segment's
+// doubling only once it has received all of it.
+template <typename RankOf>
 task<void> halve_and_double_in_segments(const call_context& ctx, const reduction_op& op,
-                                        int partner, segmented_range kept, segmented_range given,
+                                        std::size_t count, int pof2, int me, RankOf rank_of,
                                         const std::byte* source, std::byte* result,
                                         std::span<std::byte> incoming) {
-    const std::size_t segments = kept.segments;
+    const std::size_t element = op.element_size;
+    const even_pieces whole{count, static_cast<std::size_t>(pof2), element};
+    const std::size_t longest = std::max(whole.count_of(me), whole.count_of(me ^ 1));
+    const std::size_t per_segment = std::max<std::size_t>(1, fused_segment_bytes / element);
+    const std::size_t segments = std::min((longest + per_segment - 1) / per_segment,
+                                          (call_context::max_steps - segments_step) / 2);
+    const even_pieces kept{whole.count_of(me), segments, element};
+    const even_pieces given{whole.count_of(me ^ 1), segments, element};
+    const auto own = whole.of(std::span(source, count * element), me);
+    const auto out = whole.of(std::span(result, count * element), me);
+    const auto sent = whole.of(std::span(source, count * element), me ^ 1);
+    const auto back = whole.of(std::span(result, count * element), me ^ 1);
+    const int partner = rank_of(me ^ 1);
     const bool partner_first = partner < ctx.rank();
+
     std::deque<combining_as_it_lands> combining;
     std::deque<request> halves; // halving receives, oldest first
     std::vector<request> receives, sends;
     receives.reserve(segments);
     sends.reserve(2 * segments);
-    const auto start_halving = [&](std::size_t s) {
-        const std::uint64_t step = fused_step + 2 * s;
-        auto into = incoming.subspan(kept.begin(s) - kept.begin(0), kept.bytes(s));
-        const std::byte* own = source + kept.begin(s);
-        const std::size_t n = kept.bytes(s) / op.element_size;
-        const combination c = partner_first
-                                  ? combination{op, into.data(), own, result + kept.begin(s), n}
-                                  : combination{op, own, into.data(), result + kept.begin(s), n};
+    const auto start_halving = [&](int s) {
+        const std::uint64_t step = segments_step + 2 * static_cast<std::uint64_t>(s);
+        const auto into = kept.of(incoming, s);
+        const std::byte* mine = kept.of(own, s).data();
+        std::byte* to = kept.of(out, s).data();
+        const std::size_t n = kept.count_of(s);
+        const combination c = partner_first ? combination{op, into.data(), mine, to, n}
+                                            : combination{op, mine, into.data(), to, n};
         combining.emplace_back(c, into, combining_as_it_lands::pieces::taken,
                                combining_as_it_lands::reports::ignore);
         halves.push_back(ctx.irecv_observed(partner, step, into, combining.back()));
-        keep_pending(sends,
-                     ctx.start_send(partner, step, {source + given.begin(s), given.bytes(s)}));
+        keep_pending(sends, ctx.start_send(partner, step, given.of(sent, s)));
     };
     std::exception_ptr failed;
     try {
         start_halving(0);
-        for (std::size_t s = 0; s < segments; ++s) {
+        for (int s = 0; s < static_cast<int>(segments); ++s) {
             // The next segment's halving goes out ahead of this one's
             // doubling, so that the link never waits for the combining.
-            if (s + 1 < segments) start_halving(s + 1);
+            if (s + 1 < static_cast<int>(segments)) start_halving(s + 1);
             const request arrived = halves.front();
             if (arrived->must_wait()) co_await arrived->wait();
             halves.pop_front();
             combining.front().finish();
             combining.pop_front();
-            const std::uint64_t step = fused_step + 2 * s + 1;
-            receives.push_back(ctx.irecv(partner, step, {result + given.begin(s), given.bytes(s)}));
-            keep_pending(sends,
-                         ctx.start_send(partner, step, {result + kept.begin(s), kept.bytes(s)}));
+            const std::uint64_t step = segments_step + 2 * static_cast<std::uint64_t>(s) + 1;
+            receives.push_back(ctx.irecv(partner, step, given.of(back, s)));
+            keep_pending(sends, ctx.start_send(partner, step, kept.of(out, s)));
         }
     } catch (...) {
         failed = std::current_exception();
@@ -190,19 +194,10 @@ task<void> rabenseifner(const call_context& ctx, const all_reduce_args& a, round
                            rounds_run_together(ctx.comm().transport().capabilities());
         co_await halving_rounds(ctx, *a.op, a.count, pof2, me, rank_of, source, a.recv.data(),
                                 incoming.span(), halving_step, fused ? 2 : 1);
-        if (fused) {
-            // Both ranks cut the larger of the two pieces alike.
-            const std::size_t mine = offset(me + 1) / element - offset(me) / element;
-            const std::size_t theirs = offset((me ^ 1) + 1) / element - offset(me ^ 1) / element;
-            const std::size_t per_segment = std::max<std::size_t>(1, fused_segment_bytes / element);
-            const std::size_t segments =
-                std::min((std::max(mine, theirs) + per_segment - 1) / per_segment,
-                         (call_context::max_steps - fused_step) / 2);
-            co_await halve_and_double_in_segments(
-                ctx, *a.op, rank_of(me ^ 1), {offset(me) / element, mine, segments, element},
-                {offset(me ^ 1) / element, theirs, segments, element},
-                pof2 > 2 ? a.recv.data() : source, a.recv.data(), incoming.span());
-        }
+        if (fused)
+            co_await halve_and_double_in_segments(ctx, *a.op, a.count, pof2, me, rank_of,
+                                                  pof2 > 2 ? a.recv.data() : source, a.recv.data(),
+                                                  incoming.span());
 
         // Recursive doubling: swap the complete ranges, doubling them.
         std::uint64_t round = fused ? 1 : 0;
