@@ -317,6 +317,14 @@ std::int64_t sum_of_addends(int ranks, std::size_t k) {
     return 1000LL * ranks * (ranks - 1) / 2 + ranks * static_cast<std::int64_t>(k);
 }
 
+// Checks that `got` holds the addends of ranks [0, ranks) summed, naming the
+// first element that does not.
+void expect_sum_of_addends(std::span<const std::int64_t> got, int ranks, std::string_view call) {
+    for (std::size_t k = 0; k < got.size(); ++k)
+        expect(got[k] == sum_of_addends(ranks, k), "{}: element {} of {} is {}, not {}", call, k,
+               got.size(), got[k], sum_of_addends(ranks, k));
+}
+
 // Every collective of the checklist on one communicator of processes.
 void run_collectives(shm::transport& t, asio::io_context& io, communicator comm) {
     const int p = comm.size();
@@ -1675,46 +1683,45 @@ TEST_CASE("shm: reductions of vectors that come through the cells in many pieces
     }
 }
 
+// A transport on which Rabenseifner's all_reduce runs its last halving and
+// first doubling rounds together in segments (from pieces of 2 MiB): no
+// single copy, and each of the job's `ranks` counted as having a core.
+std::shared_ptr<shm::transport> segmented_rounds_transport(fork_bootstrap& boot,
+                                                           asio::io_context& io, int ranks) {
+    set_cores_of_this_machines_ranks(ranks);
+    shm::options opts;
+    opts.use_cma = false;
+    return shm::create_transport(boot, io, opts);
+}
+
 TEST_CASE("shm: Rabenseifner's all_reduce whose last halving and first doubling run together "
           "in segments, exact") {
     // Pieces of 2 MiB and more (+ a few elements, so that the two pieces of
-    // a pair and their segments differ in length), without single copy and
-    // as if each rank had a core (the rounds run together only where they go
-    // through the cells and ranks do not take turns on cores): at 2 ranks
-    // the send buffer is what the fused rounds send; at 4 and 5 (one rank
-    // folded in) earlier rounds have combined into the receive buffer, which
-    // they then send from while the partner's segments land in it.
+    // a pair and their segments differ in length): at 2 ranks the send
+    // buffer is what the fused rounds send; at 4 and 5 (one rank folded in)
+    // earlier rounds have combined into the receive buffer, which they then
+    // send from while the partner's segments land in it.
     for (int p : {2, 4, 5}) {
         CAPTURE(p);
         run_job_and_check(p, [p](fork_bootstrap& boot) {
-            set_cores_of_this_machines_ranks(p);
             asio::io_context io;
-            shm::options opts;
-            opts.use_cma = false;
-            auto t = shm::create_transport(boot, io, opts);
+            auto t = segmented_rounds_transport(boot, io, p);
             communicator comm(t);
-            const int me = comm.rank();
             const std::size_t count =
                 p == 2 ? (std::size_t{1} << 19) + 5 : (std::size_t{1} << 20) + 7;
+            const auto addends = addends_of(comm.rank(), count);
             for (const char* name : {"rabenseifner", "rabenseifner_nearest_first"}) {
-                const auto check = [&](std::span<const std::int64_t> got, const char* how) {
-                    std::size_t wrong = count;
-                    for (std::size_t k = 0; k < count && wrong == count; ++k)
-                        if (got[k] != sum_of_addends(p, k)) wrong = k;
-                    expect(wrong == count, "'{}' {}: element {} of {} is wrong", name, how, wrong,
-                           count);
-                };
-                const auto addends = addends_of(me, count);
                 std::vector<std::int64_t> recv(count, -1);
                 drive(*t, io, all_reduce(comm, addends, recv, sum, use(name)));
-                check(recv, "from private buffers");
+                expect_sum_of_addends(recv, p, fmt::format("'{}' from private buffers", name));
                 auto in_place = addends;
                 drive(*t, io, all_reduce(comm, in_place, sum, use(name)));
-                check(in_place, "in place");
+                expect_sum_of_addends(in_place, p, fmt::format("'{}' in place", name));
                 shared_vector<std::int64_t> shared_send(addends.begin(), addends.end());
                 shared_vector<std::int64_t> shared_recv(count, -1);
                 drive(*t, io, all_reduce(comm, shared_send, shared_recv, sum, use(name)));
-                check(shared_recv, "from shared buffers");
+                expect_sum_of_addends(shared_recv, p,
+                                      fmt::format("'{}' from shared buffers", name));
             }
         });
     }
@@ -1726,11 +1733,8 @@ TEST_CASE("shm: an operation that throws in Rabenseifner's segmented rounds fail
     // earlier segments have gone back to the partner and later receives are
     // posted when the combination throws.
     run_job_and_check(2, [](fork_bootstrap& boot) {
-        set_cores_of_this_machines_ranks(2);
         asio::io_context io;
-        shm::options opts;
-        opts.use_cma = false;
-        auto t = shm::create_transport(boot, io, opts);
+        auto t = segmented_rounds_transport(boot, io, 2);
         communicator comm(t);
         constexpr std::int64_t poison = -7;
         const auto checked_sum = make_op(
@@ -1753,9 +1757,7 @@ TEST_CASE("shm: an operation that throws in Rabenseifner's segmented rounds fail
         expect(failure == "a poisoned element", "the call ended with '{}'", failure);
         const auto addends = addends_of(comm.rank(), count);
         drive(*t, io, all_reduce(comm, addends, recv, checked_sum, use("rabenseifner")));
-        for (std::size_t k = 0; k < count; ++k)
-            expect(recv[k] == sum_of_addends(2, k), "after the failure: element {} is {}", k,
-                   recv[k]);
+        expect_sum_of_addends(recv, 2, "after the failure");
     });
 }
 
