@@ -1976,10 +1976,15 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
         p.into = mailbox::landing(p.claimed, h.total, p.staging);
     }
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
-    if (p.claimed && p.claimed->observer)
+    if (p.claimed && p.claimed->observer) {
         p.claimed->observer->take(h.offset, std::span(payload, h.length));
-    else
+    } else if (p.claimed && !p.claimed->combined_at_once && opts_.streamed_receive_from &&
+               h.total >= opts_.streamed_receive_from) {
+        copy_bytes_streaming(p.into.data() + h.offset, payload, h.length);
+        ++counters_.streamed_out_cells;
+    } else {
         copy_bytes(p.into.data() + h.offset, payload, h.length);
+    }
     p.received += h.length;
     if (p.received < h.total) return;
     mailbox_.land(m, p.claimed, p.staging);
@@ -2654,6 +2659,8 @@ void apply_environment(options& opts) {
     if (auto v = size_from_environment("TUTTI_SHM_SHARED_COPY_CHUNK")) opts.shared_copy_chunk = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PIPELINE_PIECE")) opts.pipeline_piece = *v;
     if (auto v = size_from_environment("TUTTI_SHM_PREFETCH_BYTES")) opts.prefetch_bytes = *v;
+    if (auto v = size_from_environment("TUTTI_SHM_STREAMED_RECEIVE_FROM"))
+        opts.streamed_receive_from = *v;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_LINE_NS")) opts.line_ns = *ns;
     if (auto ns = nanoseconds_from_environment("TUTTI_SHM_SHARED_COPY_FAR_LINE_NS"))
         opts.shared_copy_far_line_ns = *ns;

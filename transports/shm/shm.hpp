@@ -213,6 +213,19 @@ struct options {
     // while the receiver's prefetches take its lines away. 0: no prefetch.
     // TUTTI_SHM_PREFETCH_BYTES.
     std::size_t prefetch_bytes = 512;
+    // A receiver copies a message of at least this many bytes out of the
+    // cells into its posted receive with stores that bypass the caches
+    // (copy_bytes_streaming): a buffer that long leaves the cache before
+    // anyone reads it, and an ordinary store first reads every line it
+    // writes. 2 ranks, 16 and 64 MiB, this rule on against off (15 rounds,
+    // quick mode): all_gather 0.87-0.89, all_to_all 0.91-0.95, broadcast
+    // 0.86-0.92, gather 0.88-0.94 of the time; from 4 MiB the 4 MiB
+    // broadcast lost (1.25; docs/performance.md, seventy-seventh session).
+    // 4 ranks on 2 cores read level. Messages that arrive before their receive,
+    // into a staging buffer, and receives combined at once (a reduction's
+    // scratch), which are read again at once, keep ordinary stores. 0: never.
+    // TUTTI_SHM_STREAMED_RECEIVE_FROM.
+    std::size_t streamed_receive_from = 8 * 1024 * 1024;
     // How a sender writes message bytes into its cells, which its receiver
     // read last. `cached`: ordinary stores, each of which first takes its
     // line back from the receiver's core; quick where lines move between the
@@ -315,7 +328,8 @@ struct options {
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE,
 // TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS, TUTTI_SHM_MAPPED_THRESHOLD,
 // TUTTI_SHM_SHARED_COPY_CHUNK, TUTTI_SHM_PIPELINE_PIECE,
-// TUTTI_SHM_PREFETCH_BYTES and TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD, each a
+// TUTTI_SHM_PREFETCH_BYTES, TUTTI_SHM_STREAMED_RECEIVE_FROM and
+// TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD, each a
 // byte count
 // such as 16384 or 16K, TUTTI_SHM_CELL_STORES (adaptive, cached or
 // streaming), TUTTI_SHM_LINE_NS and TUTTI_SHM_SHARED_COPY_FAR_LINE_NS
@@ -343,7 +357,9 @@ struct counters {
     std::uint64_t chunks_helped = 0;      // chunks this rank wrote into its receivers' buffers
     std::uint64_t message_cells = 0;  // cells written with message bytes (options::pipeline_piece)
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
-    std::uint64_t direct_lines = 0;   // one-line messages written by MOVDIR64B (one_line_stores)
+    std::uint64_t streamed_out_cells =
+        0; // cells copied out into a posted receive by streaming stores (streamed_receive_from)
+    std::uint64_t direct_lines = 0; // one-line messages written by MOVDIR64B (one_line_stores)
     std::uint64_t prefetch_guesses =
         0;                            // cells read while their lines were guessed (prefetch_bytes)
     std::uint64_t reads_bounced = 0;  // single-copy reads through the bounce buffer (misaligned)

@@ -710,6 +710,57 @@ TEST_CASE("shm: messages written into the cells with streaming stores arrive who
     }
 }
 
+TEST_CASE("shm: long messages are copied out of the cells past the caches into their posted "
+          "receives, whole, and only those") {
+    for (const std::size_t from : {std::size_t{64 * 1024}, std::size_t{0}}) {
+        CAPTURE(from);
+        run_job_and_check(2, [from](fork_bootstrap& boot) {
+            asio::io_context io;
+            shm::options opts;
+            opts.use_cma = false; // every message through the cells
+            opts.streamed_receive_from = from;
+            auto t = shm::create_transport(boot, io, opts);
+            const std::size_t cell = t->cell_bytes() - 64;
+            // Below the threshold, then odd lengths past it: the cells' copies
+            // land at every offset of a line in the receive buffer.
+            send_one_way(*t, io, {40001});
+            expect(t->counters().streamed_out_cells == 0, "40001 bytes: {} cells streamed out",
+                   t->counters().streamed_out_cells);
+            send_one_way(*t, io, {200003, 65536});
+            const auto one_way = t->counters().streamed_out_cells;
+            if (t->rank() == 1 && from != 0)
+                expect(one_way >= (200003 + 65536) / cell,
+                       "one way: {} cells streamed out, not at least {}", one_way,
+                       (200003 + 65536) / cell);
+            else
+                expect(one_way == 0, "rank {}: {} cells streamed out", t->rank(), one_way);
+            exchange_keeping_a_receive_posted(*t, io, {70001, 300007}, false);
+            const auto exchanged = t->counters().streamed_out_cells - one_way;
+            if (from != 0)
+                expect(exchanged >= (70001 + 300007) / cell,
+                       "exchange: {} cells streamed out, not at least {}", exchanged,
+                       (70001 + 300007) / cell);
+            else
+                expect(exchanged == 0, "exchange: {} cells streamed out", exchanged);
+            // A receive combined at once is read again at once: its cells keep
+            // ordinary stores.
+            std::vector<std::byte> message(300007, std::byte{0x5a});
+            if (t->rank() == 0) fill_pattern(message, 7);
+            const auto before = t->counters().streamed_out_cells;
+            drive(*t, io, [&]() -> task<void> {
+                const auto h = header_for(0, 7, message.size());
+                co_await (t->rank() == 0 ? t->isend(1, h, message)
+                                         : t->irecv_combined_at_once(h, message))
+                    ->wait();
+            }());
+            if (t->rank() == 1) expect_pattern(message, 7, 7);
+            expect(t->counters().streamed_out_cells == before,
+                   "combined at once: {} cells streamed out",
+                   t->counters().streamed_out_cells - before);
+        });
+    }
+}
+
 TEST_CASE("shm: one-line messages written by direct stores arrive whole and in order") {
     using kinds = shm::options::line_stores;
     // 0 to 16 bytes, what travels in a cell's header line, for four laps of
@@ -2387,6 +2438,13 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
     shm::apply_environment(opts);
     CHECK(opts.prefetch_bytes == 1024);
     ::unsetenv("TUTTI_SHM_PREFETCH_BYTES");
+    ::setenv("TUTTI_SHM_STREAMED_RECEIVE_FROM", "0", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.streamed_receive_from == 0);
+    ::setenv("TUTTI_SHM_STREAMED_RECEIVE_FROM", "4M", 1);
+    shm::apply_environment(opts);
+    CHECK(opts.streamed_receive_from == 4 * 1024 * 1024);
+    ::unsetenv("TUTTI_SHM_STREAMED_RECEIVE_FROM");
     ::setenv("TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD", "16M", 1);
     shm::apply_environment(opts);
     CHECK(opts.slow_readv_cells_threshold == 16 * 1024 * 1024);
@@ -2398,7 +2456,7 @@ TEST_CASE("shm: tuning from the environment takes byte counts and refuses anythi
           "TUTTI_SHM_CMA_THRESHOLD_AT_END", "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE",
           "TUTTI_SHM_CMA_THRESHOLD_EXCHANGE_BETWEEN_STEPS", "TUTTI_SHM_MAPPED_THRESHOLD",
           "TUTTI_SHM_SHARED_COPY_CHUNK", "TUTTI_SHM_PIPELINE_PIECE", "TUTTI_SHM_PREFETCH_BYTES",
-          "TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"}) {
+          "TUTTI_SHM_STREAMED_RECEIVE_FROM", "TUTTI_SHM_SLOW_READV_CELLS_THRESHOLD"}) {
         for (const char* bad : {"lots", "-1", "4X", "1KB", "17179869184G"})
             expect_refused(variable, bad);
     }
