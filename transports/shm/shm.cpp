@@ -751,10 +751,17 @@ private:
     void prefetch_arrived_payload(const std::byte* cell, const cell_header& h) const;
     void handle_data(int src, const cell_header& h, const std::byte* payload);
     void handle_rendezvous(int src, const cell_header& h, const std::byte* payload);
-    int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at);
+    // Whether a message of `bytes` is written into its posted receive past
+    // the caches (options::streamed_receive_from).
+    bool streams_into_receive(std::uint64_t bytes) const noexcept {
+        return opts_.streamed_receive_from != 0 && bytes >= opts_.streamed_receive_from;
+    }
+    int read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at,
+                       bool streamed);
     const std::byte* mapped_message(const rendezvous& r, std::uint64_t bytes);
     int copy_by_cma(pid_t pid, std::span<std::byte> local, std::uint64_t remote, bool write);
-    int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once);
+    int copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once,
+                bool streamed);
     request post_receive(const message_header& expected, std::span<std::byte> into, bool any_size,
                          bool combined_at_once, landing_observer* taker = nullptr) {
         auto done = mailbox_.post(expected, into, any_size, combined_at_once, taker);
@@ -1978,8 +1985,7 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
     if (p.claimed && p.claimed->observer) {
         p.claimed->observer->take(h.offset, std::span(payload, h.length));
-    } else if (p.claimed && !p.claimed->combined_at_once && opts_.streamed_receive_from &&
-               h.total >= opts_.streamed_receive_from) {
+    } else if (p.claimed && !p.claimed->combined_at_once && streams_into_receive(h.total)) {
         copy_bytes_streaming(p.into.data() + h.offset, payload, h.length);
         ++counters_.streamed_out_cells;
     } else {
@@ -2043,11 +2049,18 @@ const std::byte* endpoint::mapping_of(int src, const mapped_source& m) {
 }
 
 // Copies bytes [at, at + into.size()) of a rendezvous message into `into`:
-// from our mapping of its region, else by CMA from its address; 0 or the
+// from our mapping of its region (with `streamed`, by stores past the
+// caches: streams_into_receive), else by CMA from its address; 0 or the
 // errno.
-int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at) {
+int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at,
+                             bool streamed) {
     if (const std::byte* from = mapped_message(r, at + into.size())) {
-        copy_bytes(into.data(), from + at, into.size());
+        if (streamed) {
+            copy_bytes_streaming(into.data(), from + at, into.size());
+            ++counters_.streamed_mapped_copies;
+        } else {
+            copy_bytes(into.data(), from + at, into.size());
+        }
         return 0;
     }
     return copy_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at, false);
@@ -2091,7 +2104,8 @@ int endpoint::copy_by_cma(pid_t pid, std::span<std::byte> local, std::uint64_t r
 // Copies a whole rendezvous message into `into`, its sender helping when it
 // may (options::shared_copy_chunk); 0 or the errno. Returns only once the
 // sender no longer writes into `into`.
-int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once) {
+int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combined_at_once,
+                      bool streamed) {
     const std::uint64_t total = into.size();
     // A message read from our mapping of the sender's buffer is copied at
     // memcpy speed: below two full chunks the sender's help costs more than
@@ -2107,14 +2121,14 @@ int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combi
     };
     if (!share_copies_ || total < 2 * chunk || total / chunk >= front_chunks || !cma_to(r.source) ||
         peer_busy() || !has_space(r.source))
-        return read_from_peer(r, into, 0);
+        return read_from_peer(r, into, 0, streamed);
     // What the sender would write stays in its cache, and combining it at
     // once fetches it back line by line: where lines travel far, that costs
     // more than the help saves (options::shared_copy_far_line_ns).
     if (combined_at_once && opts_.shared_copy_far_line_ns &&
         line_ns_ > opts_.shared_copy_far_line_ns) {
         ++counters_.copies_alone_far;
-        return read_from_peer(r, into, 0);
+        return read_from_peer(r, into, 0, streamed);
     }
     share_slot* s = nullptr;
     std::uint32_t index = 0;
@@ -2125,7 +2139,7 @@ int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combi
             break;
         }
     }
-    if (!s) return read_from_peer(r, into, 0); // earlier offers not yet answered
+    if (!s) return read_from_peer(r, into, 0, streamed); // earlier offers not yet answered
     s->claims = 0;
     s->sender_done = 0;
     s->sender_failed = 0;
@@ -2159,12 +2173,12 @@ int endpoint::copy_in(const rendezvous& r, std::span<std::byte> into, bool combi
         if (!claims.compare_exchange_weak(c, take, std::memory_order_acq_rel,
                                           std::memory_order_relaxed))
             continue;
-        if (e == 0) e = read_from_peer(r, part(front), front * chunk);
+        if (e == 0) e = read_from_peer(r, part(front), front * chunk, streamed);
     }
     if (const int lost = await_helper(r, *s, back)) return lost;
     if (e == 0 && back > 0 && std::atomic_ref(s->sender_failed).load(std::memory_order_acquire))
         for (auto k = n - back; k < n && e == 0; ++k)
-            e = read_from_peer(r, part(k), k * chunk);
+            e = read_from_peer(r, part(k), k * chunk, streamed);
     return e;
 }
 
@@ -2266,7 +2280,9 @@ bool endpoint::single_copy(rendezvous& r, bool stage) {
     const std::byte* mapped =
         claimed && claimed->observer ? mapped_message(r, into.size()) : nullptr;
     if (mapped) claimed->observer->take(0, std::span(mapped, into.size()));
-    const int e = mapped ? 0 : copy_in(r, into, claimed && claimed->combined_at_once);
+    const bool combined_at_once = claimed && claimed->combined_at_once;
+    const bool streamed = claimed && !combined_at_once && streams_into_receive(into.size());
+    const int e = mapped ? 0 : copy_in(r, into, combined_at_once, streamed);
     if (e == 0) {
         if (!claimed) ++counters_.staged;
         mailbox_.land(r.header, claimed, staging);

@@ -214,16 +214,19 @@ struct options {
     // TUTTI_SHM_PREFETCH_BYTES.
     std::size_t prefetch_bytes = 512;
     // A receiver copies a message of at least this many bytes out of the
-    // cells into its posted receive with stores that bypass the caches
+    // cells, or out of its mapping of the sender's shared buffer, into its
+    // posted receive with stores that bypass the caches
     // (copy_bytes_streaming): a buffer that long leaves the cache before
     // anyone reads it, and an ordinary store first reads every line it
     // writes. 2 ranks, 16 and 64 MiB, this rule on against off (15 rounds,
     // quick mode): all_gather 0.87-0.89, all_to_all 0.91-0.95, broadcast
     // 0.86-0.92, gather 0.88-0.94 of the time; from 4 MiB the 4 MiB
     // broadcast lost (1.25; docs/performance.md, seventy-seventh session).
-    // 4 ranks on 2 cores read level. Messages that arrive before their receive,
-    // into a staging buffer, and receives combined at once (a reduction's
-    // scratch), which are read again at once, keep ordinary stores. 0: never.
+    // From shared buffers: 0.68-0.93. 4 ranks on 2 cores read level or
+    // quicker, and this machine's slow mode level. Messages that arrive
+    // before their receive, into a staging buffer, and receives combined at
+    // once (a reduction's scratch), which are read again at once, keep
+    // ordinary stores. 0: never.
     // TUTTI_SHM_STREAMED_RECEIVE_FROM.
     std::size_t streamed_receive_from = 8 * 1024 * 1024;
     // How a sender writes message bytes into its cells, which its receiver
@@ -359,6 +362,8 @@ struct counters {
     std::uint64_t streamed_cells = 0; // of those, written with streaming stores (cell_stores)
     std::uint64_t streamed_out_cells =
         0; // cells copied out into a posted receive by streaming stores (streamed_receive_from)
+    std::uint64_t streamed_mapped_copies = 0; // copies from a mapping into a posted receive by
+                                              // streaming stores (streamed_receive_from)
     std::uint64_t direct_lines = 0; // one-line messages written by MOVDIR64B (one_line_stores)
     std::uint64_t prefetch_guesses =
         0;                            // cells read while their lines were guessed (prefetch_bytes)

@@ -1472,6 +1472,10 @@ TEST_CASE("shm: messages from shared buffers are copied out of the receiver's ma
             expect(c.mapped == 4 && c.cma == 0 && c.regions_mapped == 4,
                    "first round: {} mapped ({} regions), {} cma", c.mapped, c.regions_mapped,
                    c.cma);
+            // Only the 64 MiB message reaches options::streamed_receive_from
+            // (8 MiB) and goes into its posted receive past the caches.
+            expect(c.streamed_mapped_copies == 1, "first round: {} copies streamed",
+                   c.streamed_mapped_copies);
             exchange_sizes(*t, io, sizes, true);
             c = t->counters();
             expect(c.mapped == 8 && c.regions_mapped == 8, "second round: {} mapped ({} regions)",
@@ -1480,6 +1484,25 @@ TEST_CASE("shm: messages from shared buffers are copied out of the receiver's ma
             exchange_sizes(*t, io, {300000, 20000});
             c = t->counters();
             expect(c.mapped == 8, "private buffers: {} mapped", c.mapped);
+            // A receive combined at once is read again at once: its copy out
+            // of the mapping keeps ordinary stores.
+            {
+                shared_vector<std::byte> message(9u << 20);
+                std::vector<std::byte> in(message.size(), std::byte{0x5a});
+                fill_pattern(message, 9);
+                drive(*t, io, [&]() -> task<void> {
+                    const int peer = 1 - t->rank();
+                    auto received = t->irecv_combined_at_once(header_for(peer, 9, in.size()), in);
+                    co_await t->isend(peer, header_for(t->rank(), 9, message.size()), message)
+                        ->wait();
+                    co_await received->wait();
+                }());
+                expect_pattern(in, 9, 9);
+            }
+            c = t->counters();
+            expect(c.streamed_mapped_copies == 2 && c.mapped == 9,
+                   "combined at once: {} copies streamed, {} mapped", c.streamed_mapped_copies,
+                   c.mapped);
             expect(shared_usage().regions == 0, "a shared region outlived its vector");
         },
         job);
