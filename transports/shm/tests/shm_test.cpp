@@ -646,6 +646,14 @@ TEST_CASE("shm: with a core each, a far line and a quick copy, a one-way message
     }
 }
 
+// A transport that sends every message through the cells (no single copy),
+// with `opts` otherwise.
+std::shared_ptr<shm::transport> cells_only_transport(fork_bootstrap& boot, asio::io_context& io,
+                                                     shm::options opts = {}) {
+    opts.use_cma = false;
+    return shm::create_transport(boot, io, opts);
+}
+
 TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces unless it is an "
           "exchange") {
     run_job_and_check(2, [](fork_bootstrap& boot) {
@@ -653,8 +661,7 @@ TEST_CASE("shm: with a core each, a message of one to four cells goes in pieces 
         shm::options opts;
         opts.cell_bytes = 16384;
         opts.pipeline_piece = 4096;
-        opts.use_cma = false; // every message through the cells
-        auto t = shm::create_transport(boot, io, opts);
+        auto t = cells_only_transport(boot, io, opts);
         expect(!t->single_copy_now() && !t->capabilities().single_copy,
                "rank {}: single copy offered with process_vm_readv turned off", boot.rank());
         const bool core_each = !ranks_outnumber_cores(2);
@@ -682,10 +689,7 @@ TEST_CASE("shm: messages written into the cells with streaming stores arrive who
         CAPTURE(static_cast<int>(kind));
         run_job_and_check(2, [kind](fork_bootstrap& boot) {
             asio::io_context io;
-            shm::options opts;
-            opts.use_cma = false; // every message through the cells
-            opts.cell_stores = kind;
-            auto t = shm::create_transport(boot, io, opts);
+            auto t = cells_only_transport(boot, io, {.cell_stores = kind});
             // One cell, odd lengths, several cells, a message under the 4 KiB
             // that adaptive stores leave to ordinary ones.
             send_one_way(*t, io, {1000, 4097, 40001, 200003});
@@ -716,10 +720,7 @@ TEST_CASE("shm: long messages are copied out of the cells past the caches into t
         CAPTURE(from);
         run_job_and_check(2, [from](fork_bootstrap& boot) {
             asio::io_context io;
-            shm::options opts;
-            opts.use_cma = false; // every message through the cells
-            opts.streamed_receive_from = from;
-            auto t = shm::create_transport(boot, io, opts);
+            auto t = cells_only_transport(boot, io, {.streamed_receive_from = from});
             const std::size_t cell = t->cell_bytes() - 64;
             // Below the threshold, then odd lengths past it: the cells' copies
             // land at every offset of a line in the receive buffer.
@@ -1763,9 +1764,7 @@ TEST_CASE("shm: reductions of vectors that come through the cells in many pieces
 std::shared_ptr<shm::transport> segmented_rounds_transport(fork_bootstrap& boot,
                                                            asio::io_context& io, int ranks) {
     set_cores_of_this_machines_ranks(ranks);
-    shm::options opts;
-    opts.use_cma = false;
-    return shm::create_transport(boot, io, opts);
+    return cells_only_transport(boot, io);
 }
 
 TEST_CASE("shm: Rabenseifner's all_reduce whose last halving and first doubling run together "
