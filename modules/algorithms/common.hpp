@@ -90,19 +90,26 @@ inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t b
 // Whether a call whose buffers take `bytes_per_rank` on each rank leaves
 // none of them in the caches: every rank of the communicator counted as
 // sharing this machine's last-level cache (exact over shared memory, more
-// than there is across hosts), and half as much again as the cache holds.
-// Below that margin the cached copy was as quick or quicker at the sizes
-// measured: where buffers just outgrow the cache, which copy wins moves
-// from run to run (2-rank all_gather of 7 MiB blocks, 42 MiB: streamed
-// 5 % quicker in one run, 10 % slower in the next). Small calls never ask
-// hwloc; the first large one reads the cache's size from it (about 2 ms,
-// once a process).
+// than there is across hosts), and the buffers taking three quarters of
+// it or more. The rest goes to the call's other traffic (the cells, the
+// other ranks' copies), which evicts what it writes before anyone reads it.
+// Measured by streaming the own block from each margin against 1.5 times
+// the cache (32 MiB here), 15-25 rounds (docs/performance.md,
+// seventy-eighth session): from 3/4, the 2-rank all_gather of 8-16 MiB
+// 0.81-0.88 of the time and the all_to_all of 6-12 MiB 0.86-0.91, over TCP
+// 8 MiB 0.88 (all of these quicker in most rounds, p < 0.05 in most
+// runs); from 1/2, the all_gather of 6 MiB (18 MiB of buffers) read 0.79,
+// 0.96 and 1.05 in three runs, none significant. The 4 MiB one (12 MiB)
+// read level, and where the buffers fit the cache, streaming lost 30-45 %
+// (thirty-fourth session). Small calls never
+// ask hwloc; the first large one reads the cache's size from it (about
+// 2 ms, once a process).
 inline bool buffers_exceed_cache(const call_context& ctx, std::size_t bytes_per_rank) {
     const auto node_bytes =
         static_cast<std::uint64_t>(bytes_per_rank) * static_cast<std::uint64_t>(ctx.size());
     if (node_bytes < (std::uint64_t{4} << 20)) return false;
     const auto cache = topology::last_level_cache_bytes();
-    return cache != 0 && node_bytes > cache + cache / 2;
+    return cache != 0 && node_bytes >= cache / 4 * 3;
 }
 
 // A local copy of a block in a call whose buffers exceed the caches

@@ -50,45 +50,49 @@ TEST_CASE("copy_bytes_streaming: every byte, nothing around, at every alignment"
         [](void* to, const void* from, std::size_t n) { copy_bytes_streaming(to, from, n); });
 }
 
-// Calls whose buffers exceed the last-level cache copy their own blocks with
-// streaming stores (algorithms/common.hpp, copy_block): the 2-rank ring
-// all_gather and pairwise all_to_all, with blocks a third of that cache
-// (their buffers then take twice and 2.7 times the cache), still put every
-// element in place.
+// Calls whose buffers take three quarters of the last-level cache or more
+// copy their own blocks with streaming stores (algorithms/common.hpp,
+// buffers_exceed_cache and copy_block): the 2-rank ring all_gather and
+// pairwise all_to_all, with blocks a third of that cache (their buffers then
+// take twice and 2.7 times the cache) and an eighth of it (3/4 and once the
+// cache, at and past the margin), still put every element in place.
 TEST_CASE("all_gather and all_to_all with buffers beyond the last-level cache") {
     const auto cache = topology::last_level_cache_bytes();
     if (cache == 0 || cache > (std::uint64_t{256} << 20)) {
         MESSAGE("hwloc gives no last-level cache of a size to test here (" << cache << " bytes)");
         return;
     }
-    constexpr int p = 2;
-    const std::size_t n = cache / 3 / sizeof(std::int64_t); // elements per block
-    auto value = [](int rank, int block, std::size_t i) {
-        return (static_cast<std::int64_t>(rank) << 48) ^ (static_cast<std::int64_t>(block) << 40) ^
-               static_cast<std::int64_t>(i);
-    };
-    testing::run_ranks(p, [&](communicator comm) -> task<void> {
-        const int r = comm.rank();
-        std::vector<std::int64_t> send(n), recv(n * p, -1);
-        for (std::size_t i = 0; i < n; ++i)
-            send[i] = value(r, 0, i);
-        co_await all_gather(comm, send, recv, use("ring"));
-        std::size_t wrong = 0;
-        for (int from = 0; from < p; ++from)
+    for (const std::size_t parts : {3, 8}) {
+        CAPTURE(parts);
+        constexpr int p = 2;
+        const std::size_t n = cache / parts / sizeof(std::int64_t); // elements per block
+        auto value = [](int rank, int block, std::size_t i) {
+            return (static_cast<std::int64_t>(rank) << 48) ^
+                   (static_cast<std::int64_t>(block) << 40) ^ static_cast<std::int64_t>(i);
+        };
+        testing::run_ranks(p, [&](communicator comm) -> task<void> {
+            const int r = comm.rank();
+            std::vector<std::int64_t> send(n), recv(n * p, -1);
             for (std::size_t i = 0; i < n; ++i)
-                wrong += recv[static_cast<std::size_t>(from) * n + i] != value(from, 0, i);
-        CHECK(wrong == 0);
+                send[i] = value(r, 0, i);
+            co_await all_gather(comm, send, recv, use("ring"));
+            std::size_t wrong = 0;
+            for (int from = 0; from < p; ++from)
+                for (std::size_t i = 0; i < n; ++i)
+                    wrong += recv[static_cast<std::size_t>(from) * n + i] != value(from, 0, i);
+            CHECK(wrong == 0);
 
-        // all_to_all: block b of rank r's send goes to rank b, into its block r.
-        std::vector<std::int64_t> out(n * p), in(n * p, -1);
-        for (int b = 0; b < p; ++b)
-            for (std::size_t i = 0; i < n; ++i)
-                out[static_cast<std::size_t>(b) * n + i] = value(r, b, i);
-        co_await all_to_all(comm, out, in, use("pairwise"));
-        wrong = 0;
-        for (int from = 0; from < p; ++from)
-            for (std::size_t i = 0; i < n; ++i)
-                wrong += in[static_cast<std::size_t>(from) * n + i] != value(from, r, i);
-        CHECK(wrong == 0);
-    });
+            // all_to_all: block b of rank r's send goes to rank b, into its block r.
+            std::vector<std::int64_t> out(n * p), in(n * p, -1);
+            for (int b = 0; b < p; ++b)
+                for (std::size_t i = 0; i < n; ++i)
+                    out[static_cast<std::size_t>(b) * n + i] = value(r, b, i);
+            co_await all_to_all(comm, out, in, use("pairwise"));
+            wrong = 0;
+            for (int from = 0; from < p; ++from)
+                for (std::size_t i = 0; i < n; ++i)
+                    wrong += in[static_cast<std::size_t>(from) * n + i] != value(from, r, i);
+            CHECK(wrong == 0);
+        });
+    }
 }

@@ -15,9 +15,10 @@
 // awaited at the end (send_awaited::at_end), which shared memory reads by
 // single copy from a lower size, each rank reading the other's block
 // (docs/performance.md, sixteenth session). Longer rings keep the cells: a
-// step's receiver is then busy sending on. Where the call's buffers exceed
-// the last-level cache, that first copy of the own block is written past
-// the caches (copy_block in common.hpp).
+// step's receiver is then busy sending on. Where the call's buffers take
+// three quarters of the last-level cache or more, that first copy of the
+// own block is written past the caches (buffers_exceed_cache and
+// copy_block in common.hpp).
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/common.hpp"

@@ -11,8 +11,9 @@
 // shared and the network sees p-1 balanced permutations: the choice for
 // medium and large blocks. In place, the data to send is first copied aside,
 // since received blocks overwrite blocks not yet sent. Where the call's
-// buffers exceed the last-level cache, the own block is written past the
-// caches (copy_block in common.hpp).
+// buffers take three quarters of the last-level cache or more, the own
+// block is written past the caches (buffers_exceed_cache and copy_block in
+// common.hpp).
 
 #include <vector>
 
