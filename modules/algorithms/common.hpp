@@ -93,17 +93,16 @@ inline void copy_unless_same(std::byte* to, const std::byte* from, std::size_t b
 // than there is across hosts), and the buffers taking three quarters of
 // it or more. The rest goes to the call's other traffic (the cells, the
 // other ranks' copies), which evicts what it writes before anyone reads it.
-// Measured by streaming the own block from each margin against 1.5 times
-// the cache (32 MiB here), 15-25 rounds (docs/performance.md,
-// seventy-eighth session): from 3/4, the 2-rank all_gather of 8-16 MiB
-// 0.81-0.88 of the time and the all_to_all of 6-12 MiB 0.86-0.91, over TCP
-// 8 MiB 0.88 (all of these quicker in most rounds, p < 0.05 in most
-// runs); from 1/2, the all_gather of 6 MiB (18 MiB of buffers) read 0.79,
-// 0.96 and 1.05 in three runs, none significant. The 4 MiB one (12 MiB)
-// read level, and where the buffers fit the cache, streaming lost 30-45 %
-// (thirty-fourth session). Small calls never
-// ask hwloc; the first large one reads the cache's size from it (about
-// 2 ms, once a process).
+// Streaming the own block from a margin of half the cache (32 MiB here)
+// against 1.5 times it, three runs of 15-25 rounds (docs/performance.md,
+// seventy-eighth session): where the buffers took 24 MiB or more, the
+// 2-rank all_gather of 8-16 MiB took 0.74-0.88 of the time and the
+// all_to_all of 6-12 MiB 0.86-0.96, over TCP 8 MiB 0.88 (quicker in most
+// rounds, p < 0.05 in most runs); at 18 MiB (the all_gather of 6 MiB)
+// 0.79, 0.96 and 1.05, none significant; at 12 MiB level. Where the
+// buffers fit the cache, streaming lost 30-45 % (thirty-fourth session).
+// Small calls never ask hwloc; the first large one reads the cache's size
+// from it (about 2 ms, once a process).
 inline bool buffers_exceed_cache(const call_context& ctx, std::size_t bytes_per_rank) {
     const auto node_bytes =
         static_cast<std::uint64_t>(bytes_per_rank) * static_cast<std::uint64_t>(ctx.size());
