@@ -2,6 +2,7 @@
 // nothing around the destination is touched, for every alignment of the two
 // ends within a cache line and lengths around the vector widths.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/copy.hpp"
@@ -52,46 +53,72 @@ TEST_CASE("copy_bytes_streaming: every byte, nothing around, at every alignment"
 
 // Calls whose buffers take three quarters of the last-level cache or more
 // copy their own blocks with streaming stores (algorithms/common.hpp,
-// buffers_exceed_cache and copy_block): the 2-rank ring all_gather and
-// pairwise all_to_all, with blocks a third of that cache (their buffers then
-// take twice and 2.7 times the cache) and an eighth of it (3/4 and once the
-// cache, at and past the margin), still put every element in place.
-TEST_CASE("all_gather and all_to_all with buffers beyond the last-level cache") {
+// buffers_exceed_cache and copy_block): the 2-rank ring and direct
+// all_gather, pairwise and linear all_to_all, and the linear gather and
+// scatter, with blocks a third of that cache (their buffers then take up to
+// 2.7 times the cache) and an eighth of it (about the margin), still put
+// every element in place.
+TEST_CASE("all_gather, all_to_all, gather and scatter with buffers beyond the last-level "
+          "cache") {
     const auto cache = topology::last_level_cache_bytes();
     if (cache == 0 || cache > (std::uint64_t{256} << 20)) {
         MESSAGE("hwloc gives no last-level cache of a size to test here (" << cache << " bytes)");
         return;
     }
+    constexpr int p = 2;
+    auto value = [](int rank, int block, std::size_t i) {
+        return (static_cast<std::int64_t>(rank) << 48) ^ (static_cast<std::int64_t>(block) << 40) ^
+               static_cast<std::int64_t>(i);
+    };
     for (const std::size_t parts : {3, 8}) {
         CAPTURE(parts);
-        constexpr int p = 2;
         const std::size_t n = cache / parts / sizeof(std::int64_t); // elements per block
-        auto value = [](int rank, int block, std::size_t i) {
-            return (static_cast<std::int64_t>(rank) << 48) ^
-                   (static_cast<std::int64_t>(block) << 40) ^ static_cast<std::int64_t>(i);
-        };
         testing::run_ranks(p, [&](communicator comm) -> task<void> {
             const int r = comm.rank();
-            std::vector<std::int64_t> send(n), recv(n * p, -1);
+            // Elements of the p blocks of `got` that are not want(from, i).
+            auto wrong_in = [&](const std::vector<std::int64_t>& got, auto want) {
+                std::size_t wrong = 0;
+                for (int from = 0; from < p; ++from)
+                    for (std::size_t i = 0; i < n; ++i)
+                        wrong += got[static_cast<std::size_t>(from) * n + i] != want(from, i);
+                return wrong;
+            };
+            std::vector<std::int64_t> own(n);
             for (std::size_t i = 0; i < n; ++i)
-                send[i] = value(r, 0, i);
-            co_await all_gather(comm, send, recv, use("ring"));
-            std::size_t wrong = 0;
-            for (int from = 0; from < p; ++from)
-                for (std::size_t i = 0; i < n; ++i)
-                    wrong += recv[static_cast<std::size_t>(from) * n + i] != value(from, 0, i);
-            CHECK(wrong == 0);
-
-            // all_to_all: block b of rank r's send goes to rank b, into its block r.
-            std::vector<std::int64_t> out(n * p), in(n * p, -1);
+                own[i] = value(r, 0, i);
+            for (const std::string name : {"ring", "direct"}) {
+                CAPTURE(name);
+                std::vector<std::int64_t> recv(n * p, -1);
+                co_await all_gather(comm, own, recv, use(name));
+                CHECK(wrong_in(recv, [&](int from, std::size_t i) { return value(from, 0, i); }) ==
+                      0);
+            }
+            // all_to_all: block b of rank r's send goes to rank b, into its
+            // block r.
+            std::vector<std::int64_t> out(n * p);
             for (int b = 0; b < p; ++b)
                 for (std::size_t i = 0; i < n; ++i)
                     out[static_cast<std::size_t>(b) * n + i] = value(r, b, i);
-            co_await all_to_all(comm, out, in, use("pairwise"));
-            wrong = 0;
-            for (int from = 0; from < p; ++from)
-                for (std::size_t i = 0; i < n; ++i)
-                    wrong += in[static_cast<std::size_t>(from) * n + i] != value(from, r, i);
+            for (const std::string name : {"pairwise", "linear"}) {
+                CAPTURE(name);
+                std::vector<std::int64_t> in(n * p, -1);
+                co_await all_to_all(comm, out, in, use(name));
+                CHECK(wrong_in(in, [&](int from, std::size_t i) { return value(from, r, i); }) ==
+                      0);
+            }
+            // gather to rank 1, then scatter from it what rank 1 made for
+            // each rank.
+            std::vector<std::int64_t> gathered(r == 1 ? n * p : 0, -1);
+            co_await gather(comm, own, gathered, root(1), use("linear"));
+            if (r == 1)
+                CHECK(wrong_in(gathered,
+                               [&](int from, std::size_t i) { return value(from, 0, i); }) == 0);
+            std::vector<std::int64_t> piece(n, -1);
+            co_await scatter(comm, r == 1 ? out : std::vector<std::int64_t>{}, piece, root(1),
+                             use("linear"));
+            std::size_t wrong = 0;
+            for (std::size_t i = 0; i < n; ++i)
+                wrong += piece[i] != value(1, r, i);
             CHECK(wrong == 0);
         });
     }

@@ -9,7 +9,10 @@
 // one step of latency, and the transport is free to move the p-1 blocks in
 // whatever order the network allows. Sends start at r+1 and walk around the
 // ring so that not every rank targets rank 0 first. The rank's own block is
-// copied locally; in place, the data to send is first copied aside.
+// copied locally (past the caches where the call's buffers take three
+// quarters of the last-level cache or more: buffers_exceed_cache and
+// copy_block in common.hpp); in place, the data to send is first copied
+// aside.
 
 #include <vector>
 
@@ -29,7 +32,8 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
 
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
-    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r));
+    own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r),
+                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));

@@ -17,6 +17,11 @@
 // mailbox, which costs less than those at that size. The 2-rank gather of
 // 8-128 byte blocks took 0.69-0.72 of the time (docs/performance.md,
 // fifty-sixth session); 4 and 8 ranks on 2 cores read the same either way.
+//
+// Where the call's buffers take three quarters of the last-level cache or
+// more, the root's own block is written past the caches (buffers_exceed_cache
+// and copy_block in common.hpp): 2 ranks, 8-64 MiB, 0.73-0.82 of the time
+// (docs/performance.md, seventy-eighth session).
 
 #include <vector>
 
@@ -37,7 +42,8 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };
-    own_block_copy own(a.send, a.recv, a.send, at(a.root));
+    own_block_copy own(a.send, a.recv, a.send, at(a.root),
+                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
     if (block <= call_context::polled_receive_bytes) {
         own.copy_if_deferred();
         for (int peer = 0; peer < p; ++peer)
