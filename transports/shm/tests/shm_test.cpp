@@ -851,21 +851,6 @@ TEST_CASE("shm: a receiver that prefetches the lines it guesses reads every mess
     }
 }
 
-// Rank r's addend in the 2-rank sums below: element i is i * (r + 1) + r,
-// so the sum over both ranks is 3i + 1, exact and different everywhere.
-std::vector<std::int64_t> two_rank_addend(std::size_t count, int rank) {
-    std::vector<std::int64_t> v(count);
-    for (std::size_t i = 0; i < count; ++i)
-        v[i] = static_cast<std::int64_t>(i) * (rank + 1) + rank;
-    return v;
-}
-
-void expect_two_rank_sum(const std::vector<std::int64_t>& sum) {
-    for (std::size_t i = 0; i < sum.size(); ++i)
-        if (sum[i] != static_cast<std::int64_t>(3 * i + 1))
-            throw std::runtime_error(fmt::format("element {} is {}, not {}", i, sum[i], 3 * i + 1));
-}
-
 TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores, for "
           "process_vm_readv and for the ranks each core runs") {
     // Given on rank 0 alone: the others, told nothing, take them too
@@ -949,8 +934,8 @@ TEST_CASE("shm: every rank takes rank 0's figures for a line between the cores, 
                std::chrono::duration_cast<std::chrono::milliseconds>(setup).count());
         communicator comm(t);
         std::vector<std::int64_t> sum(4096);
-        drive(*t, io, all_reduce(comm, two_rank_addend(sum.size(), boot.rank()), sum, tutti::sum));
-        expect_two_rank_sum(sum);
+        drive(*t, io, all_reduce(comm, addends_of(boot.rank(), sum.size()), sum, tutti::sum));
+        expect_sum_of_addends(sum, 2, "all_reduce");
     });
 }
 
@@ -986,10 +971,10 @@ TEST_CASE("shm: where process_vm_readv is slow, a receive combined at once comes
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 64 * 1024; // 512 KiB of int64
-            const auto send = two_rank_addend(count, comm.rank());
+            const auto send = addends_of(comm.rank(), count);
             std::vector<std::int64_t> recv(count, -1);
             drive(*t, io, reduce(comm, send, recv, sum, root(0), use("binomial")));
-            if (comm.rank() == 0) expect_two_rank_sum(recv);
+            if (comm.rank() == 0) expect_sum_of_addends(recv, 2, "binomial reduce");
             const auto reduced = t->counters();
             std::vector<std::int64_t> bytes(count, comm.rank() == 0 ? 7 : 0);
             drive(*t, io, broadcast(comm, bytes, root(0), use("binomial")));
@@ -1053,10 +1038,10 @@ TEST_CASE("shm: where process_vm_readv is slow, exchanges between steps stay in 
             auto t = shm::create_transport(boot, io, opts);
             communicator comm(t);
             constexpr std::size_t count = 256 * 1024; // 2 MiB of int64
-            const auto send = two_rank_addend(count, comm.rank());
+            const auto send = addends_of(comm.rank(), count);
             std::vector<std::int64_t> recv(count, -1);
             drive(*t, io, all_reduce(comm, send, recv, sum, use("rabenseifner")));
-            expect_two_rank_sum(recv);
+            expect_sum_of_addends(recv, 2, "rabenseifner all_reduce");
             const auto c = t->counters();
             if (!t->cma_to(1 - comm.rank()) || ranks_outnumber_cores(2)) {
                 fmt::print(stderr, "no core for each rank, or no process_vm_readv: "
