@@ -111,6 +111,14 @@ inline bool buffers_exceed_cache(const call_context& ctx, std::size_t bytes_per_
     return cache != 0 && node_bytes >= cache / 4 * 3;
 }
 
+// The same for a call of an exchange's arguments, whose buffers are its send
+// and receive buffers: whether its own block's copy is written past the
+// caches (copy_block, own_block_copy).
+template <class Args>
+bool buffers_exceed_cache(const call_context& ctx, const Args& a) {
+    return buffers_exceed_cache(ctx, a.send.size() + a.recv.size());
+}
+
 // A local copy of a block in a call whose buffers exceed the caches
 // (buffers_exceed_cache): its destination would leave the cache before
 // anyone read it, so it is written past the caches, without the read of

@@ -38,9 +38,7 @@ task<void> direct(const call_context& ctx, const all_gather_args& a) {
 
     const auto requests = post_to_every_rank(ctx, 0, block_of, [&](int) { return own; });
     // The own block's copy runs while the messages travel.
-    if (!inside)
-        copy_block(block_of(r).data(), a.send.data(), block,
-                   buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+    if (!inside) copy_block(block_of(r).data(), a.send.data(), block, buffers_exceed_cache(ctx, a));
     co_await wait_all(requests);
 }
 

@@ -44,8 +44,7 @@ task<void> ring(const call_context& ctx, const all_gather_args& a) {
         // and from lines just written here rather than ones it may have read
         // before (2 ranks, 1 MiB: docs/performance.md, thirteenth session).
         auto first = ctx.send_recv(right, a.send, left, block_of(left), 0, when);
-        copy_block(block_of(r).data(), a.send.data(), block,
-                   buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+        copy_block(block_of(r).data(), a.send.data(), block, buffers_exceed_cache(ctx, a));
         co_await std::move(first);
         s = 1;
     } else {

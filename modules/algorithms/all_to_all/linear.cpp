@@ -33,7 +33,7 @@ task<void> linear(const call_context& ctx, const all_to_all_args& a) {
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r),
-                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+                       buffers_exceed_cache(ctx, a));
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));

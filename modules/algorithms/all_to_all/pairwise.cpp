@@ -34,7 +34,7 @@ task<void> pairwise(const call_context& ctx, const all_to_all_args& a) {
     std::optional<scratch<>> saved;
     const auto send = send_side(a.send, a.recv, saved);
     own_block_copy own(a.send, a.recv, blocks_of(a.send, block, r), blocks_of(a.recv, block, r),
-                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+                       buffers_exceed_cache(ctx, a));
 
     for (int k = 1; k < p; ++k) {
         const int dest = (r + k) % p;

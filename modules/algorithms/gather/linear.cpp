@@ -42,8 +42,7 @@ task<void> linear(const call_context& ctx, const gather_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.recv, block, rank); };
-    own_block_copy own(a.send, a.recv, a.send, at(a.root),
-                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+    own_block_copy own(a.send, a.recv, a.send, at(a.root), buffers_exceed_cache(ctx, a));
     if (block <= call_context::polled_receive_bytes) {
         own.copy_if_deferred();
         for (int peer = 0; peer < p; ++peer)

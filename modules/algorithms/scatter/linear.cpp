@@ -31,8 +31,7 @@ task<void> linear(const call_context& ctx, const scatter_args& a) {
         co_return;
     }
     const auto at = [&](int rank) { return blocks_of(a.send, block, rank); };
-    own_block_copy own(a.send, a.recv, at(a.root), a.recv,
-                       buffers_exceed_cache(ctx, a.send.size() + a.recv.size()));
+    own_block_copy own(a.send, a.recv, at(a.root), a.recv, buffers_exceed_cache(ctx, a));
     std::vector<request> sends;
     for (int peer = 0; peer < p; ++peer)
         if (peer != a.root)
