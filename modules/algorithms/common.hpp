@@ -119,21 +119,6 @@ bool buffers_exceed_cache(const call_context& ctx, const Args& a) {
     return buffers_exceed_cache(ctx, a.send.size() + a.recv.size());
 }
 
-// A local copy of a block in a call whose buffers exceed the caches
-// (buffers_exceed_cache): its destination would leave the cache before
-// anyone read it, so it is written past the caches, without the read of
-// every line that an ordinary store makes first. 2-rank all_gather and
-// all_to_all of 16 and 64 MiB: 4-25 % quicker (the all_gather of 12 MiB
-// blocks 2 and 6 % quicker in two runs, 10 % slower in a third); streamed
-// where the buffers fit (1-4 MiB), 30-45 % slower (docs/performance.md,
-// thirty-fourth session).
-inline void copy_block(std::byte* to, const std::byte* from, std::size_t bytes, bool beyond_cache) {
-    if (beyond_cache)
-        copy_bytes_streaming(to, from, bytes);
-    else
-        copy_bytes(to, from, bytes);
-}
-
 // A rank's own block of an exchange, which it copies itself (from -> to, of
 // one size; both empty where the rank keeps none). The copy is made at once
 // when it must come first (own_copy_can_wait says no), else when

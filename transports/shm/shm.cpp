@@ -1985,11 +1985,11 @@ void endpoint::handle_data(int src, const cell_header& h, const std::byte* paylo
     if (!p.active || !(p.header.key == m.key) || h.offset + h.length > h.total) return;
     if (p.claimed && p.claimed->observer) {
         p.claimed->observer->take(h.offset, std::span(payload, h.length));
-    } else if (p.claimed && !p.claimed->combined_at_once && streams_into_receive(h.total)) {
-        copy_bytes_streaming(p.into.data() + h.offset, payload, h.length);
-        ++counters_.streamed_out_cells;
     } else {
-        copy_bytes(p.into.data() + h.offset, payload, h.length);
+        const bool streamed =
+            p.claimed && !p.claimed->combined_at_once && streams_into_receive(h.total);
+        copy_block(p.into.data() + h.offset, payload, h.length, streamed);
+        counters_.streamed_out_cells += streamed ? 1 : 0;
     }
     p.received += h.length;
     if (p.received < h.total) return;
@@ -2055,12 +2055,8 @@ const std::byte* endpoint::mapping_of(int src, const mapped_source& m) {
 int endpoint::read_from_peer(const rendezvous& r, std::span<std::byte> into, std::uint64_t at,
                              bool streamed) {
     if (const std::byte* from = mapped_message(r, at + into.size())) {
-        if (streamed) {
-            copy_bytes_streaming(into.data(), from + at, into.size());
-            ++counters_.streamed_mapped_copies;
-        } else {
-            copy_bytes(into.data(), from + at, into.size());
-        }
+        copy_block(into.data(), from + at, into.size(), streamed);
+        counters_.streamed_mapped_copies += streamed ? 1 : 0;
         return 0;
     }
     return copy_by_cma(pids_[static_cast<std::size_t>(r.source)], into, r.address + at, false);

@@ -12,7 +12,7 @@
 // where each round costs every rank a turn of its core. Where the call's
 // buffers take three quarters of the last-level cache or more, the own
 // block's copy is written past the caches (buffers_exceed_cache and
-// copy_block in common.hpp).
+// copy_block in core/copy.hpp).
 
 #include <vector>
 

@@ -11,7 +11,7 @@
 // ring so that not every rank targets rank 0 first. The rank's own block is
 // copied locally (past the caches where the call's buffers take three
 // quarters of the last-level cache or more: buffers_exceed_cache and
-// copy_block in common.hpp); in place, the data to send is first copied
+// copy_block in core/copy.hpp); in place, the data to send is first copied
 // aside.
 
 #include <vector>

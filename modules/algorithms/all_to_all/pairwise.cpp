@@ -13,7 +13,7 @@
 // since received blocks overwrite blocks not yet sent. Where the call's
 // buffers take three quarters of the last-level cache or more, the own
 // block is written past the caches (buffers_exceed_cache and copy_block in
-// common.hpp).
+// core/copy.hpp).
 
 #include <vector>
 

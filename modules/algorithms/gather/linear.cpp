@@ -20,7 +20,7 @@
 //
 // Where the call's buffers take three quarters of the last-level cache or
 // more, the root's own block is written past the caches (buffers_exceed_cache
-// and copy_block in common.hpp): 2 ranks, 8-64 MiB, 0.73-0.82 of the time
+// and copy_block in core/copy.hpp): 2 ranks, 8-64 MiB, 0.73-0.82 of the time
 // (docs/performance.md, seventy-eighth session).
 
 #include <vector>
