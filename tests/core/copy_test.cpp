@@ -53,12 +53,12 @@ TEST_CASE("copy_bytes_streaming: every byte, nothing around, at every alignment"
 
 // Calls whose buffers take three quarters of the last-level cache or more
 // copy their own blocks with streaming stores (algorithms/common.hpp,
-// buffers_exceed_cache and copy_block): the 2-rank ring and direct
-// all_gather, pairwise and linear all_to_all, and the linear gather and
-// scatter, with blocks a third of that cache (their buffers then take up to
+// buffers_exceed_cache; core/copy.hpp, copy_block): the 2-rank ring and
+// direct all_gather, pairwise and linear all_to_all and all_to_allv, and the
+// linear gather and scatter, with blocks a third of that cache (their buffers then take up to
 // 2.7 times the cache) and an eighth of it (about the margin), still put
 // every element in place.
-TEST_CASE("all_gather, all_to_all, gather and scatter with buffers beyond the last-level "
+TEST_CASE("all_gather, all_to_all(v), gather and scatter with buffers beyond the last-level "
           "cache") {
     const auto cache = topology::last_level_cache_bytes();
     if (cache == 0 || cache > (std::uint64_t{256} << 20)) {
@@ -105,6 +105,29 @@ TEST_CASE("all_gather, all_to_all, gather and scatter with buffers beyond the la
                 co_await all_to_all(comm, out, in, use(name));
                 CHECK(wrong_in(in, [&](int from, std::size_t i) { return value(from, r, i); }) ==
                       0);
+            }
+            // all_to_allv, the pieces a few elements apart in length: rank
+            // `from` sends n - from - to elements to rank `to`.
+            auto count = [&](int from, int to) { return n - static_cast<std::size_t>(from + to); };
+            std::vector<std::size_t> send_counts, recv_counts;
+            std::vector<std::int64_t> pieces_out, pieces_expected;
+            for (int b = 0; b < p; ++b) {
+                send_counts.push_back(count(r, b));
+                recv_counts.push_back(count(b, r));
+                for (std::size_t i = 0; i < count(r, b); ++i)
+                    pieces_out.push_back(value(r, b, i));
+                for (std::size_t i = 0; i < count(b, r); ++i)
+                    pieces_expected.push_back(value(b, r, i));
+            }
+            for (const std::string name : {"pairwise", "linear"}) {
+                CAPTURE(name);
+                std::vector<std::int64_t> pieces_in(pieces_expected.size(), -1);
+                co_await all_to_allv(comm, pieces_out, send_counts, pieces_in, recv_counts,
+                                     use(name));
+                std::size_t wrong = 0;
+                for (std::size_t i = 0; i < pieces_in.size(); ++i)
+                    wrong += pieces_in[i] != pieces_expected[i];
+                CHECK(wrong == 0);
             }
             // gather to rank 1, then scatter from it what rank 1 made for
             // each rank.

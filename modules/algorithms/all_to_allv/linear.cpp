@@ -12,7 +12,10 @@
 // wait on the largest piece of each step. Pieces of zero bytes are not sent
 // (sender and receiver hold the same count for a pair, so both skip it).
 // Sends start at r+1 and walk around the ring so that not every rank targets
-// rank 0 first. In place, the data to send is first copied aside.
+// rank 0 first. In place, the data to send is first copied aside. Where the
+// call's buffers take three quarters of the last-level cache or more, the
+// own piece is written past the caches (buffers_exceed_cache in common.hpp,
+// copy_block in core/copy.hpp).
 
 #include <vector>
 
@@ -33,7 +36,8 @@ task<void> linear(const call_context& ctx, const all_to_allv_args& a) {
     const auto send = send_side(a.send, a.recv, saved);
     // In place with the same offset, the own piece is already where it belongs.
     own_block_copy own(a.send, a.recv, a.send.subspan(a.send_offsets[me], a.send_counts[me]),
-                       a.recv.subspan(a.recv_offsets[me], a.send_counts[me]));
+                       a.recv.subspan(a.recv_offsets[me], a.send_counts[me]),
+                       buffers_exceed_cache(ctx, a));
 
     std::vector<request> requests;
     requests.reserve(2 * static_cast<std::size_t>(p));
