@@ -281,8 +281,20 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
     CHECK(tree.walk(rooted(2, 512 << 10, true)) == "segmented_binomial");
     CHECK(tree.walk(rooted(2, 1 << 20, true)) == "rabenseifner");
     CHECK(tree.walk(rooted(2, 256 << 10, false)) == "binomial");
-    CHECK(tree.walk(rooted(4, 32 << 10, true)) == "binomial");
+    CHECK(tree.walk(line_at(rooted(4, 32 << 10, true), 110)) == "binomial");
     CHECK(tree.walk(rooted(4, 1 << 20, true)) == "binomial");
+    // From 3 to 8 ranks sharing cores (line_ns 0), every vector straight to
+    // the root (linear) up to 48 KiB: 4 and 8 ranks on 2 cores, 24-48 KiB,
+    // 0.75-0.92 of the binomial tree's time, level at 64 KiB and 1.07-1.14
+    // at 96 KiB (seventy-ninth session, docs/performance.md).
+    for (int p : {3, 4, 8}) {
+        CAPTURE(p);
+        CHECK(tree.walk(line_at(rooted(p, 32 << 10, true), 0)) == "linear");
+        CHECK(tree.walk(line_at(rooted(p, 48 << 10, true), 0)) == "linear");
+        CHECK(tree.walk(line_at(rooted(p, 48 << 10, true), 110)) == "segmented_binomial");
+        CHECK(tree.walk(line_at(rooted(p, (48 << 10) + 8, true), 0)) == "binomial");
+    }
+    CHECK(tree.walk(line_at(rooted(16, 32 << 10, true), 0)) == "binomial");
     // From 3 to 8 ranks, 32-128 KiB: in segments only where each rank has a
     // core (the line was measured); where ranks share cores (line_ns 0) a
     // segment may cost a context switch, and the whole vector is quicker.
