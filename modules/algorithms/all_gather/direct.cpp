@@ -11,7 +11,7 @@
 // p - 1 messages per rank. For small blocks on few ranks that share cores,
 // where each round costs every rank a turn of its core. Where the call's
 // buffers take three quarters of the last-level cache or more, the own
-// block's copy is written past the caches (buffers_exceed_cache and
+// block's copy is written past the caches (buffers_exceed_cache in common.hpp,
 // copy_block in core/copy.hpp).
 
 #include <vector>

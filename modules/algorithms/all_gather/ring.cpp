@@ -17,7 +17,7 @@
 // (docs/performance.md, sixteenth session). Longer rings keep the cells: a
 // step's receiver is then busy sending on. Where the call's buffers take
 // three quarters of the last-level cache or more, that first copy of the
-// own block is written past the caches (buffers_exceed_cache and
+// own block is written past the caches (buffers_exceed_cache in common.hpp,
 // copy_block in core/copy.hpp).
 
 #include "algorithms/catalog.hpp"

@@ -10,7 +10,7 @@
 // whatever order the network allows. Sends start at r+1 and walk around the
 // ring so that not every rank targets rank 0 first. The rank's own block is
 // copied locally (past the caches where the call's buffers take three
-// quarters of the last-level cache or more: buffers_exceed_cache and
+// quarters of the last-level cache or more: buffers_exceed_cache in common.hpp,
 // copy_block in core/copy.hpp); in place, the data to send is first copied
 // aside.
 

@@ -12,7 +12,7 @@
 // medium and large blocks. In place, the data to send is first copied aside,
 // since received blocks overwrite blocks not yet sent. Where the call's
 // buffers take three quarters of the last-level cache or more, the own
-// block is written past the caches (buffers_exceed_cache and copy_block in
+// block is written past the caches (buffers_exceed_cache in common.hpp, copy_block in
 // core/copy.hpp).
 
 #include <vector>

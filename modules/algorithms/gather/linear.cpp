@@ -19,8 +19,8 @@
 // fifty-sixth session); 4 and 8 ranks on 2 cores read the same either way.
 //
 // Where the call's buffers take three quarters of the last-level cache or
-// more, the root's own block is written past the caches (buffers_exceed_cache
-// and copy_block in core/copy.hpp): 2 ranks, 8-64 MiB, 0.73-0.82 of the time
+// more, the root's own block is written past the caches (buffers_exceed_cache in
+// common.hpp, copy_block in core/copy.hpp): 2 ranks, 8-64 MiB, 0.73-0.82 of the time
 // (docs/performance.md, seventy-eighth session).
 
 #include <vector>

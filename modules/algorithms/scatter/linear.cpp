@@ -10,7 +10,7 @@
 // or long blocks, where the binomial tree's forwarding of whole subtrees
 // costs more than it saves. Where the call's buffers take three quarters of
 // the last-level cache or more, the root's own block is written past the
-// caches (buffers_exceed_cache and copy_block in core/copy.hpp).
+// caches (buffers_exceed_cache in common.hpp, copy_block in core/copy.hpp).
 
 #include <vector>
 
