@@ -403,6 +403,19 @@ TEST_CASE("the shipped pure tree keeps the former preferences") {
         CHECK(scan_on(8, 8 << 10, 0, "tcp") == "direct");
         CHECK(scan_on(8, 16 << 10, 0, "tcp") == "linear");
         CHECK(scan_on(16, 8, 0, "tcp") == "recursive_doubling");
+        // Several ranks to a host (shared memory within, TCP between): the
+        // chain from 2 to 8 ranks at every size, which crosses the network
+        // once per host boundary where the one round sends most of its
+        // vectors across it (eightieth session); beyond 8 ranks the shared-
+        // memory tree as before.
+        for (int p : {2, 4, 6, 8})
+            for (std::size_t bytes : {std::size_t{8}, std::size_t{8} << 10, std::size_t{1} << 20}) {
+                CAPTURE(p);
+                CAPTURE(bytes);
+                CHECK(scan_on(p, bytes, 0, "shm+tcp") == "linear");
+            }
+        CHECK(scan_on(9, 8, 0, "shm+tcp") == "recursive_doubling");
+        CHECK(scan_on(16, 1 << 20, 0, "shm+tcp") == "recursive_doubling");
     }
     // Barrier: one round of messages to every rank from 3 to 8 ranks over
     // shared memory; over TCP, where every message is a system call, fan-in
