@@ -174,6 +174,48 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
     }
 }
 
+TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blocks up to 8 KiB") {
+    // Shared memory within a node, TCP between (eighty-first session): from
+    // 4 nodes Bruck's log2(p) packed messages for blocks up to 8 KiB where
+    // the call runs flat (above the hierarchy's 16 KiB at 2 ranks per node,
+    // 64 KiB beyond; from 8 nodes of 2 ranks at every size); at 2 and 3
+    // nodes, and for longer blocks, the general tree as before.
+    struct expectation {
+        int nodes;
+        int ranks_per_node;
+        std::size_t bytes;
+        const char* chosen;
+    };
+    for (const auto& e : std::vector<expectation>{
+             {4, 2, 16 << 10, "hierarchical"},
+             {4, 2, 32 << 10, "bruck"},
+             {4, 2, 64 << 10, "bruck"},
+             {4, 2, 128 << 10, "linear"},
+             {8, 2, 256, "bruck"},
+             {8, 2, 16 << 10, "bruck"},
+             {8, 2, 128 << 10, "bruck"},
+             {8, 2, 256 << 10, "pairwise"},
+             {4, 4, 64 << 10, "hierarchical"},
+             {4, 4, 128 << 10, "bruck"},
+             {4, 4, 256 << 10, "pairwise"},
+             {3, 2, 32 << 10, "linear"},
+             {3, 2, 64 << 10, "linear"},
+             {2, 4, 128 << 10, "linear"},
+         }) {
+        CAPTURE(e.nodes);
+        CAPTURE(e.ranks_per_node);
+        CAPTURE(e.bytes);
+        CHECK(explain_call({.collective = "all_to_all",
+                            .ranks = e.nodes * e.ranks_per_node,
+                            .bytes = e.bytes,
+                            .ranks_per_node = e.ranks_per_node,
+                            .nodes = e.nodes,
+                            .transport = "shm+tcp",
+                            .hierarchy = true})
+                  .chosen == e.chosen);
+    }
+}
+
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far and the "
           "kernel copies slowly") {
     info::call_description d{.collective = "reduce", .ranks = 2, .bytes = 2 << 20};
