@@ -174,12 +174,14 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
     }
 }
 
-TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blocks up to 8 KiB") {
+TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blocks up to 8 KiB, "
+          "every block at once beyond") {
     // Shared memory within a node, TCP between (eighty-first session): from
     // 4 nodes Bruck's log2(p) packed messages for blocks up to 8 KiB where
     // the call runs flat (above the hierarchy's 16 KiB at 2 ranks per node,
-    // 64 KiB beyond; from 8 nodes of 2 ranks at every size); at 2 and 3
-    // nodes, and for longer blocks, the general tree as before.
+    // 64 KiB beyond; from 8 nodes of 2 ranks at every size), and every
+    // block posted at once (linear) for longer blocks, where beyond 8 ranks
+    // pairwise ran; at 2 and 3 nodes the general tree as before.
     struct expectation {
         int nodes;
         int ranks_per_node;
@@ -194,12 +196,14 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
              {8, 2, 256, "bruck"},
              {8, 2, 16 << 10, "bruck"},
              {8, 2, 128 << 10, "bruck"},
-             {8, 2, 256 << 10, "pairwise"},
+             {8, 2, 256 << 10, "linear"},
+             {8, 2, 1 << 20, "linear"},
              {4, 4, 64 << 10, "hierarchical"},
              {4, 4, 128 << 10, "bruck"},
-             {4, 4, 256 << 10, "pairwise"},
+             {4, 4, 256 << 10, "linear"},
              {3, 2, 32 << 10, "linear"},
              {3, 2, 64 << 10, "linear"},
+             {3, 4, 256 << 10, "pairwise"},
              {2, 4, 128 << 10, "linear"},
          }) {
         CAPTURE(e.nodes);
@@ -214,6 +218,22 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
                             .hierarchy = true})
                   .chosen == e.chosen);
     }
+    // The all_to_allv (no size): every piece at once from 4 nodes; at 3
+    // nodes beyond 8 ranks pairwise, as the general tree.
+    const auto all_to_allv_on = [](int nodes, int ranks_per_node) {
+        return explain_call({.collective = "all_to_allv",
+                             .ranks = nodes * ranks_per_node,
+                             .ranks_per_node = ranks_per_node,
+                             .nodes = nodes,
+                             .transport = "shm+tcp",
+                             .hierarchy = true})
+            .chosen;
+    };
+    CHECK(all_to_allv_on(8, 2) == "linear");
+    CHECK(all_to_allv_on(6, 2) == "linear");
+    CHECK(all_to_allv_on(4, 4) == "linear");
+    CHECK(all_to_allv_on(3, 4) == "pairwise");
+    CHECK(all_to_allv_on(3, 2) == "linear");
 }
 
 TEST_CASE("explain: a 2-rank reduce of 2 MiB goes in segments where lines travel far and the "
