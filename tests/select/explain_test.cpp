@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <string>
 
 #include "info.hpp"
 #include "select_support.hpp"
@@ -186,7 +187,7 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
         int nodes;
         int ranks_per_node;
         std::size_t bytes;
-        const char* chosen;
+        std::string chosen; // a string, so that a failure prints both names
     };
     for (const auto& e : std::vector<expectation>{
              {4, 2, 16 << 10, "hierarchical"},
