@@ -31,6 +31,22 @@ std::string run_command(const std::string& command) {
     return out;
 }
 
+// The algorithm chosen for a call over `nodes` nodes of `ranks_per_node`
+// ranks each, shared memory within a node and TCP between; a string, so
+// that a failed comparison prints both names. Calls that carry no size
+// (the all_to_allv) keep the description's default.
+std::string chosen_between_nodes(const char* collective, int nodes, int ranks_per_node,
+                                 std::uint64_t bytes = info::call_description{}.bytes) {
+    return explain_call({.collective = collective,
+                         .ranks = nodes * ranks_per_node,
+                         .bytes = bytes,
+                         .ranks_per_node = ranks_per_node,
+                         .nodes = nodes,
+                         .transport = "shm+tcp",
+                         .hierarchy = true})
+        .chosen;
+}
+
 } // namespace
 
 TEST_CASE("explain: all_reduce of 1 MiB on 6 ranks takes the ring, rejects the hierarchy") {
@@ -142,7 +158,7 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
         const char* collective;
         std::size_t bytes;
         int ranks_per_node;
-        const char* chosen;
+        std::string chosen;
     };
     for (const auto& e : std::vector<expectation>{
              {"barrier", 0, 2, "hierarchical"},
@@ -163,15 +179,7 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
         CAPTURE(e.collective);
         CAPTURE(e.bytes);
         CAPTURE(e.ranks_per_node);
-        const int nodes = 2;
-        CHECK(explain_call({.collective = e.collective,
-                            .ranks = nodes * e.ranks_per_node,
-                            .bytes = e.bytes,
-                            .ranks_per_node = e.ranks_per_node,
-                            .nodes = nodes,
-                            .transport = "shm+tcp",
-                            .hierarchy = true})
-                  .chosen == e.chosen);
+        CHECK(chosen_between_nodes(e.collective, 2, e.ranks_per_node, e.bytes) == e.chosen);
     }
 }
 
@@ -210,26 +218,13 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
         CAPTURE(e.nodes);
         CAPTURE(e.ranks_per_node);
         CAPTURE(e.bytes);
-        CHECK(explain_call({.collective = "all_to_all",
-                            .ranks = e.nodes * e.ranks_per_node,
-                            .bytes = e.bytes,
-                            .ranks_per_node = e.ranks_per_node,
-                            .nodes = e.nodes,
-                            .transport = "shm+tcp",
-                            .hierarchy = true})
-                  .chosen == e.chosen);
+        CHECK(chosen_between_nodes("all_to_all", e.nodes, e.ranks_per_node, e.bytes) == e.chosen);
     }
     // The all_to_allv (no size): every piece at once from 3 nodes (12 ranks
     // on 3 nodes of 4: 0.66-0.94 of pairwise's time); at 2 nodes beyond 8
     // ranks pairwise, as the general tree.
     const auto all_to_allv_on = [](int nodes, int ranks_per_node) {
-        return explain_call({.collective = "all_to_allv",
-                             .ranks = nodes * ranks_per_node,
-                             .ranks_per_node = ranks_per_node,
-                             .nodes = nodes,
-                             .transport = "shm+tcp",
-                             .hierarchy = true})
-            .chosen;
+        return chosen_between_nodes("all_to_allv", nodes, ranks_per_node);
     };
     CHECK(all_to_allv_on(8, 2) == "linear");
     CHECK(all_to_allv_on(6, 2) == "linear");
