@@ -190,7 +190,10 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
     // the call runs flat (above the hierarchy's 16 KiB at 2 ranks per node,
     // 64 KiB beyond; from 8 nodes of 2 ranks at every size), and every
     // block posted at once (linear) for longer blocks, where beyond 8 ranks
-    // pairwise ran; at 2 and 3 nodes the general tree as before.
+    // pairwise ran. At 2 and 3 nodes the general tree up to 8 ranks, and
+    // beyond them linear where the general tree runs pairwise (eighty-second
+    // session: 0.51-0.79 of pairwise's time per call at 10-16 ranks on 2 and
+    // 3 nodes, 128 KiB-4 MiB).
     struct expectation {
         int nodes;
         int ranks_per_node;
@@ -212,17 +215,24 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
              {4, 4, 256 << 10, "linear"},
              {3, 2, 32 << 10, "linear"},
              {3, 2, 64 << 10, "linear"},
-             {3, 4, 256 << 10, "pairwise"},
+             {3, 4, 256 << 10, "linear"},
+             {3, 4, 1 << 20, "linear"},
              {2, 4, 128 << 10, "linear"},
+             {2, 5, 128 << 10, "linear"},
+             {2, 6, 256 << 10, "linear"},
+             {2, 8, 64 << 10, "hierarchical"},
+             {2, 8, 128 << 10, "linear"},
+             {2, 8, 4 << 20, "linear"},
          }) {
         CAPTURE(e.nodes);
         CAPTURE(e.ranks_per_node);
         CAPTURE(e.bytes);
         CHECK(chosen_between_nodes("all_to_all", e.nodes, e.ranks_per_node, e.bytes) == e.chosen);
     }
-    // The all_to_allv (no size): every piece at once from 3 nodes (12 ranks
-    // on 3 nodes of 4: 0.66-0.94 of pairwise's time); at 2 nodes beyond 8
-    // ranks pairwise, as the general tree.
+    // The all_to_allv (no size): every piece at once beyond 8 ranks at any
+    // number of nodes (12 ranks on 3 nodes of 4: 0.66-0.94 of pairwise's
+    // time; 10-16 ranks on 2 nodes: 0.43-0.80), as the general tree from 3
+    // to 8 ranks; 2 ranks pairwise.
     const auto all_to_allv_on = [](int nodes, int ranks_per_node) {
         return chosen_between_nodes("all_to_allv", nodes, ranks_per_node);
     };
@@ -231,7 +241,9 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
     CHECK(all_to_allv_on(4, 4) == "linear");
     CHECK(all_to_allv_on(3, 4) == "linear");
     CHECK(all_to_allv_on(3, 2) == "linear");
-    CHECK(all_to_allv_on(2, 6) == "pairwise");
+    CHECK(all_to_allv_on(2, 6) == "linear");
+    CHECK(all_to_allv_on(2, 8) == "linear");
+    CHECK(all_to_allv_on(2, 1) == "pairwise");
     CHECK(all_to_allv_on(2, 4) == "linear");
 }
 
