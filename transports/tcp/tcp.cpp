@@ -1179,7 +1179,11 @@ void core::reader_ended(int src, const socket_ptr& socket, std::exception_ptr fa
     asio::error_code ec;
     if (p.socket != socket) return;
     p.reader_done = true;
-    if (closing_ || p.goodbye_received) {
+    // Once we have begun to end, a clean end is a peer's answer to our
+    // goodbye: one that heard it takes us as gone and says none back, and we
+    // wait for nothing more from it. Taken for a loss, it would be reported
+    // at the end of every job whose ranks finish at different times.
+    if (closing_ || p.goodbye_received || (shutting_down_ && is_closure(failure))) {
         socket->close(ec);
         if (p.state == peer_state::up) p.state = peer_state::closed;
         return;

@@ -363,6 +363,39 @@ TEST_CASE("tcp transport: a peer that vanishes fails the receives; a goodbye is 
     }
 }
 
+namespace {
+
+// Rank 1 as a peer that heard rank 0's goodbye first: it reads to the end of
+// rank 0's stream and closes without a goodbye of its own.
+asio::awaitable<void> close_after_the_goodbye(std::shared_ptr<ip::tcp::socket> s, bool& closed) {
+    co_await read_payload(*s, tcp::frame_kind::goodbye);
+    if (co_await closed_by_peer(s)) {
+        s->close();
+        closed = true;
+    }
+}
+
+} // namespace
+
+TEST_CASE("tcp transport: a peer that closes in answer to our goodbye is no loss") {
+    asio::io_context io;
+    fake_bootstrap boot({"127.0.0.1:9", "127.0.0.1:9", "127.0.0.1:9"});
+    auto t = tcp::create_transport(boot, io, test_options());
+    std::vector<std::byte> into(8);
+    auto waiting = t->irecv(data_header(2, into.size()), into);
+    auto s = run(io, connect(t->endpoint(), secret_hex));
+    bool closed = false;
+    asio::co_spawn(io, close_after_the_goodbye(s, closed), asio::detached);
+    t.reset();
+    CHECK(closed);
+    REQUIRE(waiting->done());
+    // Taken for a loss, rank 1 would be named here.
+    const auto text = outcome(io, waiting);
+    CAPTURE(text);
+    CHECK(text.find("rank 0 shut its TCP transport down while a receive was pending") !=
+          std::string::npos);
+}
+
 TEST_CASE("tcp transport: a receive still posted at shutdown ends failed, not dropped") {
     // Its waiter (a coroutine watching a peer that left without a goodbye
     // reaching us) must finish: dropped with the transport, it would never.
