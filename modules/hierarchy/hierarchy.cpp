@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <utility>
 
@@ -103,12 +104,27 @@ hierarchy::hierarchy(detail::rank_groups groups, int my_rank, communicator group
 
 bool hierarchy::first_use(std::uint64_t generation) const {
     // Generations far behind the newest cannot come again (the registry of
-    // the communicator rejects them), so only a window is remembered.
-    constexpr std::size_t remembered = 4096;
+    // the communicator rejects those more than 1024 behind), so only a
+    // window is remembered; one older still counts as new, as it would once
+    // forgotten.
+    constexpr auto window = remembered_generations;
+    const auto bit = [](std::uint64_t g) { return static_cast<std::size_t>(g % window); };
     std::lock_guard lock(mutex_);
-    const bool fresh = used_.insert(generation).second;
-    while (used_.size() > remembered)
-        used_.erase(used_.begin());
+    if (generation > newest_seen_) {
+        // The window slides: the bits of the generations it passes over
+        // held generations a window older.
+        if (generation - newest_seen_ >= window)
+            seen_.reset();
+        else
+            for (auto g = newest_seen_ + 1; g < generation; ++g)
+                seen_.reset(bit(g));
+        newest_seen_ = generation;
+        seen_.set(bit(generation));
+        return true;
+    }
+    if (newest_seen_ - generation >= window) return true;
+    const bool fresh = !seen_.test(bit(generation));
+    seen_.set(bit(generation));
     return fresh;
 }
 

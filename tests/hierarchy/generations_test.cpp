@@ -218,3 +218,41 @@ TEST_CASE("hierarchical bad input: wrong row length, generation 0 (seed 12.4)") 
         });
     }
 }
+
+TEST_CASE("hierarchical generations: each is a first use once, in any order within the window") {
+    // hierarchy::first_use remembers a window of 4096 generations ending at
+    // the newest (the registry refuses those more than 1024 behind); one
+    // older than the window counts as new, as once forgotten.
+    inproc::run(4, [](communicator comm) -> task<void> {
+        auto h = co_await make_arity_hierarchy(comm, {.arity = 2, .flat_fallback_threshold = 0});
+        const auto levels = h.hierarchy();
+        REQUIRE(levels);
+        const auto& seen = *levels;
+        constexpr std::uint64_t window = 4096;
+        // Far above what the call above used.
+        constexpr std::uint64_t base = 100000;
+        CHECK(seen.first_use(base + 5));
+        CHECK_FALSE(seen.first_use(base + 5));
+        CHECK(seen.first_use(base + 3)); // behind the newest, not seen yet
+        CHECK_FALSE(seen.first_use(base + 3));
+        CHECK(seen.first_use(base + 4));
+        CHECK_FALSE(seen.first_use(base + 5));
+        // The window slides by one: the generations it still covers are
+        // remembered, the one it left counts as new.
+        CHECK(seen.first_use(base + 3 + window - 1));
+        CHECK_FALSE(seen.first_use(base + 4));
+        CHECK(seen.first_use(base + 3 + window));
+        CHECK(seen.first_use(base + 3)); // a window behind
+        CHECK_FALSE(seen.first_use(base + 5));
+        // Sliding over base + 4 + window clears the bit base + 4 had set, so
+        // that generation, behind the newest now, is new.
+        CHECK(seen.first_use(base + 5 + window));
+        CHECK(seen.first_use(base + 4 + window));
+        CHECK_FALSE(seen.first_use(base + 4 + window));
+        // A jump of more than a window forgets everything.
+        CHECK(seen.first_use(base + 10 * window));
+        CHECK(seen.first_use(base + 10 * window - 1));
+        CHECK_FALSE(seen.first_use(base + 10 * window - 1));
+        CHECK(seen.first_use(base + 5 + window));
+    });
+}
