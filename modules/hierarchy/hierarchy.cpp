@@ -103,29 +103,11 @@ hierarchy::hierarchy(detail::rank_groups groups, int my_rank, communicator group
 }
 
 bool hierarchy::first_use(std::uint64_t generation) const {
-    // Generations far behind the newest cannot come again (the registry of
-    // the communicator rejects those more than 1024 behind), so only a
-    // window is remembered; one older still counts as new, as it would once
-    // forgotten.
-    constexpr auto window = remembered_generations;
-    const auto bit = [](std::uint64_t g) { return static_cast<std::size_t>(g % window); };
+    // The communicator's registry refuses generations a window behind its
+    // newest, so a window is all there is to remember; one older counts as
+    // new, as once forgotten.
     std::lock_guard lock(mutex_);
-    if (generation > newest_seen_) {
-        // The window slides: the bits of the generations it passes over
-        // held generations a window older.
-        if (generation - newest_seen_ >= window)
-            seen_.reset();
-        else
-            for (auto g = newest_seen_ + 1; g < generation; ++g)
-                seen_.reset(bit(g));
-        newest_seen_ = generation;
-        seen_.set(bit(generation));
-        return true;
-    }
-    if (newest_seen_ - generation >= window) return true;
-    const bool fresh = !seen_.test(bit(generation));
-    seen_.set(bit(generation));
-    return fresh;
+    return used_.set(generation) != generation_window::mark::again;
 }
 
 namespace {

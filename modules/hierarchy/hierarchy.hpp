@@ -14,7 +14,6 @@
 // Both give the same structure, so every composition serves both.
 #pragma once
 
-#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "core/communicator.hpp"
+#include "core/generation.hpp"
 #include "core/task.hpp"
 
 namespace tutti {
@@ -131,12 +131,8 @@ private:
     bool order_preserving_ = true;
     std::size_t max_bytes_;
 
-    // The generations first_use has seen, as a window of bits ending at the
-    // newest: every call asks, and a set's node per call cost an allocation.
-    static constexpr std::uint64_t remembered_generations = 4096;
     mutable std::mutex mutex_;
-    mutable std::uint64_t newest_seen_ = 0;
-    mutable std::bitset<remembered_generations> seen_;
+    mutable generation_window used_;
 };
 
 // The HPX arity tree over comm's ranks, attached to a new communicator of the

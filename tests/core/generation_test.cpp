@@ -48,6 +48,31 @@ TEST_CASE("generation registry: memory stays bounded when slots are skipped") {
     g.claim(3 * 100000 - 1);
 }
 
+TEST_CASE("generation registry: a hole is free up to the window behind the newest, not beyond") {
+    constexpr auto window = generation_window::window;
+    generation_registry g;
+    g.claim(10 + window); // generations 1 to 9 + window are holes
+    g.claim(11);          // window - 1 behind the newest
+    try {
+        g.claim(10); // a window behind: counted as used
+        FAIL("generation 10 accepted a window behind the newest");
+    } catch (const tutti::error& e) {
+        CHECK(e.code() == errc::reused_generation);
+        CHECK(std::string(e.what()).find("more than 1024 behind the newest, 1034") !=
+              std::string::npos);
+    }
+    CHECK_THROWS_AS(g.claim(11), tutti::error);
+    // Moving on one slides the window past 11.
+    CHECK(g.claim_next() == 11 + window);
+    CHECK_THROWS_AS(g.claim(11), tutti::error);
+    g.claim(12);
+    // A jump of more than a window: every hole behind it counts as used.
+    g.claim(12 + 3 * window);
+    CHECK_THROWS_AS(g.claim(13 + window), tutti::error);
+    g.claim(13 + 2 * window);
+    CHECK(g.largest_used() == 12 + 3 * window);
+}
+
 TEST_CASE("many collectives in flight on one communicator, started in rank-dependent order") {
     for (int p : {2, 3, 5, 8}) {
         CAPTURE(p);

@@ -220,15 +220,15 @@ TEST_CASE("hierarchical bad input: wrong row length, generation 0 (seed 12.4)") 
 }
 
 TEST_CASE("hierarchical generations: each is a first use once, in any order within the window") {
-    // hierarchy::first_use remembers a window of 4096 generations ending at
-    // the newest (the registry refuses those more than 1024 behind); one
-    // older than the window counts as new, as once forgotten.
+    // hierarchy::first_use remembers a window of generations ending at the
+    // newest, as many as the registry accepts behind it; one older than the
+    // window counts as new, as once forgotten.
     inproc::run(4, [](communicator comm) -> task<void> {
         auto h = co_await make_arity_hierarchy(comm, {.arity = 2, .flat_fallback_threshold = 0});
         const auto levels = h.hierarchy();
         REQUIRE(levels);
         const auto& seen = *levels;
-        constexpr std::uint64_t window = 4096;
+        constexpr std::uint64_t window = generation_window::window;
         // Far above what the call above used.
         constexpr std::uint64_t base = 100000;
         CHECK(seen.first_use(base + 5));
