@@ -229,7 +229,7 @@ TEST_CASE("hierarchical generations: each is a first use once, in any order with
         REQUIRE(levels);
         const auto& seen = *levels;
         constexpr std::uint64_t window = generation_window::window;
-        // Far above what the call above used.
+        // Far above any generation the hierarchy has seen.
         constexpr std::uint64_t base = 100000;
         CHECK(seen.first_use(base + 5));
         CHECK_FALSE(seen.first_use(base + 5));
@@ -237,8 +237,9 @@ TEST_CASE("hierarchical generations: each is a first use once, in any order with
         CHECK_FALSE(seen.first_use(base + 3));
         CHECK(seen.first_use(base + 4));
         CHECK_FALSE(seen.first_use(base + 5));
-        // The window slides by one: the generations it still covers are
-        // remembered, the one it left counts as new.
+        // The window moves up until base + 3 is its oldest: what it still
+        // covers is remembered. One more, and base + 3, left behind, counts
+        // as new.
         CHECK(seen.first_use(base + 3 + window - 1));
         CHECK_FALSE(seen.first_use(base + 4));
         CHECK(seen.first_use(base + 3 + window));

@@ -192,7 +192,7 @@ TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blo
     // block posted at once (linear) for longer blocks, where beyond 8 ranks
     // pairwise ran. At 2 and 3 nodes the general tree up to 8 ranks, and
     // beyond them linear where the general tree runs pairwise (eighty-second
-    // session: 0.51-0.79 of pairwise's time per call at 10-16 ranks on 2 and
+    // session: 0.51-0.86 of pairwise's time per call at 10-16 ranks on 2 and
     // 3 nodes, 128 KiB-4 MiB).
     struct expectation {
         int nodes;
