@@ -183,8 +183,8 @@ TEST_CASE("explain: the shm+tcp section of the composition tree, nodes of 2 rank
     }
 }
 
-TEST_CASE("explain: between 4 or more nodes the all_to_all goes by Bruck for blocks up to 8 KiB, "
-          "every block at once beyond") {
+TEST_CASE("explain: between nodes the all_to_all goes by Bruck from 4 nodes for blocks up to "
+          "8 KiB, every block at once for longer ones and beyond 8 ranks") {
     // Shared memory within a node, TCP between (eighty-first session): from
     // 4 nodes Bruck's log2(p) packed messages for blocks up to 8 KiB where
     // the call runs flat (above the hierarchy's 16 KiB at 2 ranks per node,
